@@ -1,0 +1,1 @@
+"""Launching rows: submitit jobs on Slurm (or locally), their lifecycle and failure diagnosis."""
