@@ -21,7 +21,7 @@ PRECISION_TOKENS = {
     ("mxfp8", None): "mxfp8",
     ("nvfp4", None): "nvfp4",
 }
-FLOPS_CONVENTIONS = ("nemo2", "megatron")
+FLOPS_CONVENTIONS = ("nemo2", "megatron", "llmb", "automodel")
 
 
 @dataclass(frozen=True)
