@@ -1,7 +1,15 @@
 """Rows and baselines: the schema of baselines/<gpu>.json, load, validate, select, save.
 
 A row is one model x GPU x precision x scale configuration: everything needed to launch it
-and to judge it. Files are plain JSON lists of rows, one file per GPU type.
+and to judge it. Files are plain JSON lists of rows, one file per GPU type. The JSON form
+lives in catalog_schema, the rules in catalog_validate, locked atomic writes in catalog_store;
+this module is the API the others call.
+
+Row overrides are dotted paths: for NeMo rows the recipe paths as seed 002 names them
+("recipe.model.config.enable_cuda_graph"); for Automodel rows "config" names the benchmark
+YAML (a path in the Automodel repository) and other keys are YAML paths in it
+("step_scheduler.local_batch_size"). time_limit_min is left null in the seed rows: the
+launcher's default applies.
 """
 
 from __future__ import annotations
