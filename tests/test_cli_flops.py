@@ -19,7 +19,17 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def test_flops_json(capsys):
-    code, out, _ = _run(capsys, "flops", "--model", "llama3_8b", "--seq-len", "8192", "--json")
+    code, out, _ = _run(
+        capsys,
+        "flops",
+        "--model",
+        "llama3_8b",
+        "--seq-len",
+        "8192",
+        "--convention",
+        "nemo2",
+        "--json",
+    )
     assert code == 0
     data = json.loads(out)
     assert list(data) == [
@@ -72,7 +82,8 @@ def test_mfu_json_seed_001(capsys):
         "--step-time",
         "2.67",
     ]
-    code, out, _ = _run(capsys, *argv, "--convention", "llmb", "--json")
+    # The issue's example command, with no --convention: the seed's (llmb) formula by default.
+    code, out, _ = _run(capsys, *argv, "--json")
     assert code == 0
     data = json.loads(out)
     assert list(data) == [
@@ -91,7 +102,7 @@ def test_mfu_json_seed_001(capsys):
     assert data["tflops_per_gpu"] == pytest.approx(data["mfu"] * 989.0)
     assert (data["convention"], data["peak_tflops"]) == ("llmb", 989.0)
     # NeMo 2's own count (GQA-aware) gives a lower MFU for the same step time.
-    code, out, _ = _run(capsys, *argv, "--json")
+    code, out, _ = _run(capsys, *argv, "--convention", "nemo2", "--json")
     assert json.loads(out)["mfu"] == pytest.approx(0.6582 * 385.0 / 434.48, rel=1e-3)
 
 
@@ -253,3 +264,16 @@ def test_real_subprocess():
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and "unknown model 'nope'" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_default_convention_is_named_and_per_family(capsys):
+    """No --convention: llmb for the families llmb publishes a formula for, else nemo2."""
+    for model, expected in (
+        ("nemotron4_15b", "llmb"),
+        ("llama3_70b", "llmb"),
+        ("mixtral_8x7b", "nemo2"),
+    ):
+        code, out, _ = _run(capsys, "flops", "--model", model, "--seq-len", "4096", "--json")
+        assert code == 0 and json.loads(out)["convention"] == expected
+    code, out, _ = _run(capsys, "flops", "--model", "nemotron4_15b", "--seq-len", "4096", "--json")
+    assert json.loads(out)["flops_per_sample"] == 434_478_891_663_360

@@ -38,8 +38,11 @@ def _add_flops_commands(sub: argparse._SubParsersAction) -> None:
         p.add_argument(
             "--convention",
             choices=FLOPS_CONVENTIONS,
-            default="nemo2",
-            help="how FLOPs are counted (default: nemo2, as NeMo 2.x logs them)",
+            default=None,
+            help="how FLOPs are counted: nemo2 (as NeMo 2.x logs them), megatron (causal, as "
+            "Megatron-Bridge and NeMo >= 25.09 log them), llmb, automodel (as those publish). "
+            "Default: llmb where NVIDIA's llmb recipes publish a formula for the model family "
+            "(Nemotron4, Llama), else nemo2; the output names the one used",
         )
         p.add_argument(
             "--tp", type=int, default=1, help="TP size (megatron pads the vocab by it; default 1)"
@@ -63,6 +66,7 @@ def _add_flops_commands(sub: argparse._SubParsersAction) -> None:
 def _cmd_flops(args: argparse.Namespace) -> int:
     from perfgate import flops
 
+    args.convention = args.convention or flops.default_convention(args.model)
     per_sample = flops.flops_per_sample(
         args.model, args.seq_len, args.task, args.convention, tp=args.tp
     )
@@ -81,6 +85,7 @@ def _cmd_flops(args: argparse.Namespace) -> int:
 def _cmd_mfu(args: argparse.Namespace) -> int:
     from perfgate import flops
 
+    args.convention = args.convention or flops.default_convention(args.model)
     out = flops.throughput(
         args.model,
         args.gpu,

@@ -42,6 +42,13 @@ class Throughput:
     peak_tflops: float
 
 
+def default_convention(model: str | ModelArch) -> str:
+    """The convention used when none is named: the seeds' published (llmb) formula where NVIDIA
+    publishes one for the family (Nemotron4, Llama), else NeMo 2.x's own count."""
+    arch = _arch(model)
+    return "llmb" if arch.family in flops_published.LLMB_FAMILIES else "nemo2"
+
+
 def _arch(model: str | ModelArch) -> ModelArch:
     return model if isinstance(model, ModelArch) else models.get(model)
 
