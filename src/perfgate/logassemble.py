@@ -331,7 +331,8 @@ def _automodel_step_times(
     if not tokens_per_step:
         part.problem = (
             "Automodel lines log tps but no step time; pass tokens_per_step "
-            "(the global tokens per step Automodel counts, e.g. gbs * seq_len) to derive it"
+            "(--tokens-per-step: the global tokens per step Automodel counts, e.g. "
+            "gbs * seq_len) to derive it"
         )
         return
     for rec in chosen.values():
