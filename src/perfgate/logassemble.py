@@ -55,13 +55,21 @@ class Part:
 
 
 def collect(lines: Iterable[str]) -> dict[str, list[lf.Record]]:
-    """All records of the lines, by kind, in file order."""
+    """All records of the lines, by kind, in file order.
+
+    When lines is a LineScanner, its marker search is narrowed to the kinds found so far: a
+    log holds one format, and fewer byte searches make multi-GB all-rank logs faster.
+    """
     by_kind: dict[str, list[lf.Record]] = defaultdict(list)
+    narrow = getattr(lines, "narrow", None)
     seq = 0
     for line in lines:
         for rec in lf.extract(line):
             rec.seq = seq
             seq += 1
+            if narrow is not None and rec.kind not in by_kind:
+                by_kind[rec.kind] = []
+                narrow(lf.markers_for(set(by_kind)))
             by_kind[rec.kind].append(rec)
     return by_kind
 
@@ -214,7 +222,8 @@ def _pair_step_time(
         part.notes.append(
             f"{part.origin}: `Step Time` lines from several ranks; used rank {first_rank}'s"
         )
-    its = [r for r in iterations if r.rank == _lowest(iterations)] if iterations else []
+    it_rank = _lowest(iterations) if iterations else None
+    its = [r for r in iterations if r.rank == it_rank]
     if not its:
         for k, rec in enumerate(own):
             rec.step = k
@@ -250,7 +259,7 @@ def _pair_step_time(
             f"{part.origin}: {disagree} `Step Time` values differ from their iteration line's "
             "by more than rounding; the pairing by order may be off there"
         )
-    return its + [r for r in iterations if r.rank != _lowest(iterations)]
+    return its + [r for r in iterations if r.rank != it_rank]
 
 
 def _lowest(records: list[lf.Record]) -> int | None:

@@ -31,14 +31,23 @@ TITAN = "torchtitan"  # TorchTitan `step: N  loss: ...  tps: ...`
 # Byte strings of which every line holding a record contains at least one; lines without
 # any are skipped before a regex runs (NCCL INFO floods are most of an all-rank log).
 MARKERS: tuple[bytes, ...] = (
-    b"iteration",  # NeMo 2, Megatron iteration and memory lines, Automodel summary
+    b"teration",  # NeMo 2, Megatron iteration and memory lines, Automodel `Iteration`/summary
     b"Step Time",  # Megatron-Bridge
     b"train_step_timing",  # NeMo 1 tqdm, DeltaTimingCallback
     b"tps",  # Automodel train_ft, TorchTitan
-    b"Iteration",  # Automodel benchmark
     b"Max iter time",  # Automodel benchmark
     b"MFU:",  # Automodel benchmark
 )
+# The markers a log needs once it is known to hold records of a kind: the scan narrows to
+# them after the first records (fewer byte searches over the rest of a multi-GB file).
+_MARKERS_OF_KIND: dict[str, tuple[bytes, ...]] = {}
+
+
+def markers_for(kinds: set[str]) -> tuple[bytes, ...]:
+    """The marker strings needed to find every record of the given kinds."""
+    wanted = {m for k in kinds for m in _MARKERS_OF_KIND.get(k, MARKERS)}
+    return tuple(m for m in MARKERS if m in wanted)
+
 
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf)"
 _NUM_RE = re.compile(_NUM)
@@ -254,7 +263,7 @@ def _megatron(m, line, start, end, stop, prev_end) -> Record | None:
     _put(v, "nan_iterations", f.get("number of nan iterations"))
     _put(v, "skipped_iterations", f.get("number of skipped iterations"))
     # Megatron numbers iterations from 1 (the count of completed steps).
-    return Record(MEGATRON, int(m.group(1)) - 1, v, time=_log_time(line, prev_end, start))
+    return Record(MEGATRON, int(m.group(1)) - 1, v)
 
 
 def _step_time(m, line, start, end, stop, prev_end) -> Record:
@@ -364,6 +373,25 @@ def _log_time(line: str, lo: int, hi: int) -> float | None:
     frac = found.group(2)
     return base.timestamp() + (int(frac) / 10 ** len(frac) if frac else 0.0)
 
+
+_MEGATRON_MARKERS = (b"teration", b"Step Time")
+_BENCHMARK_MARKERS = (b"teration", b"Max iter time", b"MFU:")
+_MARKERS_OF_KIND.update(
+    {
+        NEMO2: (b"teration",),
+        NEMO_DELTA: (b"train_step_timing",),
+        TQDM: (b"train_step_timing",),
+        MEGATRON: _MEGATRON_MARKERS,
+        STEP_TIME: _MEGATRON_MARKERS,
+        MEMORY: _MEGATRON_MARKERS,
+        AUTOMODEL: (b"tps",),
+        AM_ITER: _BENCHMARK_MARKERS,
+        AM_TIME: _BENCHMARK_MARKERS,
+        AM_MFU: _BENCHMARK_MARKERS,
+        AM_SUMMARY: _BENCHMARK_MARKERS,
+        TITAN: (b"tps",),
+    }
+)
 
 _BUILDERS = {
     NEMO2: _nemo2,

@@ -154,7 +154,7 @@ def _jsonable(value: Any) -> Any:
 
 def _read(path: str) -> Iterable[str]:
     """Candidate lines of one file, streamed; a missing or unreadable file is a one-line error."""
-    from perfgate.logscan import candidate_lines, open_log
+    from perfgate.logscan import LineScanner, open_log
 
     try:
         stream = open_log(path)
@@ -164,24 +164,16 @@ def _read(path: str) -> Iterable[str]:
         raise LogParseError(f"{path}: is a directory, not a log file") from None
     except OSError as e:
         raise LogParseError(f"{path}: cannot read the log ({e.strerror or e})") from None
-
-    def lines() -> Iterable[str]:
-        with stream:
-            try:
-                yield from candidate_lines(stream)
-            except (OSError, EOFError) as e:
-                raise LogParseError(f"{path}: cannot read the log ({e})") from None
-
-    return lines()
+    return LineScanner(stream, origin=path)
 
 
 def _text_lines(text: str | bytes) -> Iterable[str]:
     import io
 
-    from perfgate.logscan import candidate_lines
+    from perfgate.logscan import LineScanner
 
     data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)
-    return candidate_lines(io.BytesIO(data))
+    return LineScanner(io.BytesIO(data))
 
 
 def renumber(steps: Iterable[Step], offset: int) -> list[Step]:
