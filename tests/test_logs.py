@@ -314,6 +314,12 @@ def test_a_log_without_step_times_names_the_file_and_the_formats_tried(tmp_path)
     assert "nemo2" in msg and "megatron_bridge" in msg and "\n" not in msg
 
 
+def test_step_lines_without_a_step_time_are_called_that():
+    line = NEMO2_DGXC.replace("train_step_timing in s: 2.693 | ", "")
+    with pytest.raises(LogParseError, match="1 nemo2 step lines found but none carries a step"):
+        logs.parse_text(line, origin="run.log")
+
+
 def test_a_missing_file_and_a_directory_are_named(tmp_path):
     with pytest.raises(LogParseError, match=r"nope\.log: no such log file"):
         logs.parse_files([tmp_path / "nope.log"])

@@ -254,3 +254,15 @@ def test_nan_values_survive_json_as_strings():
     data = json.loads(text)
     assert data["steps"][0]["grad_norm"] == "nan"
     assert data["summary"]["invalid_reason"] == "NaN grad norm at step 199"
+
+
+def test_automodel_benchmark_rerun_in_the_same_file_keeps_the_last_attempt():
+    p = "2025-11-03 10:00:00 | INFO | nemo_automodel.recipes.llm.benchmark | "
+    first = [p + f"Rank 0 | Iteration {i}" for i in range(2)]
+    lines = [*first[:1], p + "Max iter time: 9.000000 seconds", *first[1:]]
+    lines += [p + "Max iter time: 4.700000 seconds"]
+    for i, t in enumerate([9.5, 4.4, 4.3]):  # rerun from iteration 0
+        lines += [p + f"Rank 0 | Iteration {i}", p + f"Max iter time: {t:.6f} seconds"]
+    s = logs.parse_text("\n".join(lines))
+    assert [(st.step, st.step_time_s) for st in s.steps] == [(0, 9.5), (1, 4.4), (2, 4.3)]
+    assert s.restarts == 1

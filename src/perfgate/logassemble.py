@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from perfgate import logderive
 from perfgate import logformats as lf
 from perfgate.errors import LogParseError
+from perfgate.logderive import rank_key
 from perfgate.logs import Step, StepSeries, log_interval_of, renumber
 
 # detect_format names, in the order that breaks a tie in record counts.
@@ -36,7 +38,6 @@ _STEP_FIELDS = (
     "mem_reserved_gib",
     "mfu",
 )
-_MEM_FIELDS = ("mem_allocated_gib", "mem_peak_gib", "mem_reserved_gib")
 
 
 @dataclass
@@ -108,19 +109,23 @@ def parse_lines(
         part.reported.update(rec.values)
     if fmt is None:
         return part
+    derive = None
     if fmt in ("megatron", "megatron_bridge"):
-        records = _pair_step_time(by_kind[lf.MEGATRON], by_kind[lf.STEP_TIME], part)
+        records = logderive.pair_step_time(
+            by_kind[lf.MEGATRON], by_kind[lf.STEP_TIME], origin, part.notes
+        )
     elif fmt == "automodel_benchmark":
-        records = _number_benchmark(by_kind, part)
+        events = by_kind[lf.AM_ITER] + by_kind[lf.AM_TIME] + by_kind[lf.AM_MFU]
+        records = logderive.number_benchmark(sorted(events, key=lambda r: r.seq))
     else:
         kind = {"nemo2": lf.NEMO2, "nemo_delta_timing": lf.NEMO_DELTA, "nemo1_tqdm": lf.TQDM}
         records = by_kind[kind.get(fmt, fmt)]
-    chosen = _resolve(records, part, redraws=fmt == "nemo1_tqdm")
-    if fmt == "torchtitan":
-        _titan_step_times(chosen, part, tokens_per_step, num_gpus)
-    elif fmt == "automodel":
-        _automodel_step_times(chosen, part, tokens_per_step, num_gpus)
-    memory = _memory_by_step(by_kind[lf.MEMORY])
+        if fmt == "torchtitan":
+            derive = _titan(part, tokens_per_step, num_gpus)
+        elif fmt == "automodel":
+            derive = _automodel(part, tokens_per_step, num_gpus)
+    chosen = _resolve(records, part, redraws=fmt == "nemo1_tqdm", derive=derive)
+    memory = logderive.memory_by_step(by_kind[lf.MEMORY])
     for s in sorted(chosen):
         rec = chosen[s]
         values = rec.values
@@ -132,19 +137,75 @@ def parse_lines(
             part.nan_iterations[s] = values["nan_iterations"]
         kwargs = {k: values[k] for k in _STEP_FIELDS if k in values}
         part.steps.append(Step(step=s, step_time_s=values["step_time_s"], rank=rec.rank, **kwargs))
+    if not part.steps and part.problem is None:
+        part.problem = (
+            f"{len(chosen)} {fmt} step lines found but none carries a step time "
+            "(e.g. NeMo 2 without its timing callback)"
+        )
     return part
 
 
-def _resolve(records: list[lf.Record], part: Part, redraws: bool) -> dict[int, lf.Record]:
-    """One record per step: per-rank streams, last attempt within a stream, lowest rank wins."""
+Derive = Callable[[dict[int, lf.Record], bool], None]
+
+
+def _titan(part: Part, tokens_per_step: float | None, num_gpus: int | None) -> Derive:
+    def derive(kept: dict[int, lf.Record], first_stream: bool) -> None:
+        how, missing = logderive.titan_step_times(kept, tokens_per_step, num_gpus)
+        if not first_stream:
+            return
+        if how is None:
+            part.problem = (
+                "TorchTitan lines log tps but no step time and no usable timestamps; pass "
+                "tokens_per_step and num_gpus (--tokens-per-step, --num-gpus) to derive it"
+            )
+            return
+        part.notes.append(f"{part.origin}: TorchTitan step times derived from {how}")
+        if missing:
+            part.notes.append(
+                f"{part.origin}: {missing} logged steps had no earlier timestamp in the same "
+                "attempt to measure from; dropped"
+            )
+
+    return derive
+
+
+def _automodel(part: Part, tokens_per_step: float | None, num_gpus: int | None) -> Derive:
+    def derive(kept: dict[int, lf.Record], first_stream: bool) -> None:
+        if not tokens_per_step:
+            part.problem = (
+                "Automodel lines log tps but no step time; pass tokens_per_step "
+                "(--tokens-per-step: the global tokens per step Automodel counts, e.g. "
+                "gbs * seq_len) to derive it"
+            )
+            return
+        logderive.automodel_step_times(kept, tokens_per_step, num_gpus)
+        if first_stream:
+            part.notes.append(
+                f"{part.origin}: Automodel step times derived as tokens_per_step / tps "
+                f"({tokens_per_step:g} tokens per step)"
+            )
+
+    return derive
+
+
+def _resolve(
+    records: list[lf.Record], part: Part, redraws: bool, derive: Derive | None
+) -> dict[int, lf.Record]:
+    """One record per step: per-rank streams, last attempt within a stream, lowest rank wins.
+
+    derive, if given, completes each stream's records (step times from throughput) before
+    the streams are merged, so a step's values all come from one rank.
+    """
     streams: dict[int | None, list[lf.Record]] = defaultdict(list)
     for rec in records:
         if rec.step is not None:
             streams[rec.rank].append(rec)
     kept: dict[int | None, dict[int, lf.Record]] = {}
-    order = sorted(streams, key=lambda r: -1 if r is None else r)
+    order = sorted(streams, key=rank_key)
     for i, rank in enumerate(order):
         steps, restarts, seg, dups = _attempts(streams[rank], part.origin, part.notes, i == 0)
+        if derive is not None:
+            derive(steps, i == 0)
         kept[rank] = steps
         if i == 0:
             part.restarts += restarts
@@ -159,10 +220,12 @@ def _resolve(records: list[lf.Record], part: Part, redraws: bool) -> dict[int, l
     shared = 0
     for rank in order:
         for s, rec in kept[rank].items():
-            if s in chosen:
-                shared += 1
-            else:
+            if s not in chosen:
                 chosen[s] = rec
+                continue
+            shared += 1
+            if "step_time_s" not in chosen[s].values and "step_time_s" in rec.values:
+                chosen[s] = rec  # a lower rank's record that has no step time loses
     if shared:
         labels = [r for r in order if r is not None]
         part.notes.append(
@@ -202,176 +265,6 @@ def _attempts(
         prev = s
     first = min(kept) if kept else 0
     return kept, restarts, [x for x in seg if x > first], dups
-
-
-def _pair_step_time(
-    iterations: list[lf.Record], step_times: list[lf.Record], part: Part
-) -> list[lf.Record]:
-    """Megatron-Bridge: give each `Step Time` line the step of its iteration line.
-
-    Rank 0 prints `Step Time`, the last rank the iteration line, once per logged step each, in
-    either order and sometimes buffered; the k-th of one belongs with the k-th of the other.
-    The iteration line's ms value is kept (finer than Step Time's 10 ms); Step Time supplies
-    TFLOP/s (and memory) when the iteration line lacks them.
-    """
-    if not step_times:
-        return iterations
-    first_rank = min((r.rank for r in step_times), key=lambda r: -1 if r is None else r)
-    own = [r for r in step_times if r.rank == first_rank]
-    if len(own) < len(step_times):
-        part.notes.append(
-            f"{part.origin}: `Step Time` lines from several ranks; used rank {first_rank}'s"
-        )
-    it_rank = _lowest(iterations) if iterations else None
-    its = [r for r in iterations if r.rank == it_rank]
-    if not its:
-        for k, rec in enumerate(own):
-            rec.step = k
-        part.notes.append(
-            f"{part.origin}: `Step Time` lines carry no iteration numbers; numbered 0..."
-            f"{len(own) - 1} in order of appearance"
-        )
-        return own
-    interval = log_interval_of([r.step for r in its if r.step is not None])
-    n_its = len(its)
-    disagree = 0
-    for k, st in enumerate(own):
-        if k < n_its:
-            it = its[k]
-            st.step = it.step
-            ms_s, st_s = it.values["step_time_s"], st.values["step_time_s"]
-            if abs(ms_s - st_s) > 0.006 + 1e-3 * ms_s:
-                disagree += 1
-            for key in ("tflops_per_gpu", "mem_allocated_gib"):
-                if key in st.values:
-                    it.values.setdefault(key, st.values[key])
-        else:
-            # Step Time printed, its iteration line not (log cut between the two prints).
-            last = its[-1].step if its[-1].step is not None else -1
-            st.step = last + interval
-            its.append(st)
-            part.notes.append(
-                f"{part.origin}: `Step Time` line without its iteration line kept as step "
-                f"{st.step} (10 ms resolution)"
-            )
-    if disagree:
-        part.notes.append(
-            f"{part.origin}: {disagree} `Step Time` values differ from their iteration line's "
-            "by more than rounding; the pairing by order may be off there"
-        )
-    return its + [r for r in iterations if r.rank != it_rank]
-
-
-def _lowest(records: list[lf.Record]) -> int | None:
-    return min((r.rank for r in records), key=lambda r: -1 if r is None else r)
-
-
-def _number_benchmark(by_kind: dict[str, list[lf.Record]], part: Part) -> list[lf.Record]:
-    """Automodel benchmark: `Max iter time` takes the step of the last `Iteration i` line."""
-    events = sorted(
-        by_kind[lf.AM_ITER] + by_kind[lf.AM_TIME] + by_kind[lf.AM_MFU],
-        key=lambda r: r.seq,
-    )
-    out: list[lf.Record] = []
-    current: int | None = None
-    extra: dict[int, dict[str, float]] = defaultdict(dict)
-    for rec in events:
-        if rec.kind == lf.AM_ITER:
-            current = rec.step
-            extra[rec.step or 0].update(rec.values)
-        elif rec.kind == lf.AM_TIME:
-            taken = {r.step for r in out}
-            rec.step = current if current is not None and current not in taken else len(out)
-            out.append(rec)
-        elif out:
-            out[-1].values.update(rec.values)
-    for rec in out:
-        for key, val in extra.get(rec.step or 0, {}).items():
-            rec.values.setdefault(key, val)
-    return out
-
-
-def _titan_step_times(
-    chosen: dict[int, lf.Record], part: Part, tokens_per_step: float | None, num_gpus: int | None
-) -> None:
-    """TorchTitan logs tokens/s per GPU, no step time: derive it, saying how."""
-    how = None
-    dropped = 0
-    prev: lf.Record | None = None
-    for s in sorted(chosen):
-        v = chosen[s].values
-        if "step_time_s" in v:
-            how = how or "logged elapsed_time_per_step"
-        elif tokens_per_step and num_gpus and v.get("tokens_per_s_per_gpu"):
-            v["step_time_s"] = tokens_per_step / num_gpus / v["tokens_per_s_per_gpu"]
-            how = f"tokens_per_step / num_gpus / tps ({tokens_per_step:g} / {num_gpus})"
-        elif (
-            prev is not None
-            and prev.time is not None
-            and chosen[s].time is not None
-            and prev.values.get("_attempt") == v.get("_attempt")
-        ):
-            # Wall time between two log lines over the steps between them: the interval
-            # TorchTitan's own tps is computed over (millisecond timestamps).
-            # Rounded to 1 us: the stamps have 1 ms resolution, the rest is float noise.
-            v["step_time_s"] = round((chosen[s].time - prev.time) / (s - (prev.step or 0)), 6)
-            how = "log timestamps between consecutive logged steps"
-        else:
-            dropped += 1
-        prev = chosen[s]
-    if how:
-        part.notes.append(f"{part.origin}: TorchTitan step times derived from {how}")
-    if dropped and how:
-        part.notes.append(
-            f"{part.origin}: {dropped} logged steps had no earlier timestamp in the same "
-            "attempt to measure from; dropped"
-        )
-    if how is None:
-        part.problem = (
-            "TorchTitan lines log tps but no step time and no usable timestamps; "
-            "pass tokens_per_step and num_gpus (--tokens-per-step, --num-gpus) to derive it"
-        )
-
-
-def _automodel_step_times(
-    chosen: dict[int, lf.Record], part: Part, tokens_per_step: float | None, num_gpus: int | None
-) -> None:
-    """Automodel train_ft logs global tps (non-padding tokens / step wall time), no step time."""
-    if not tokens_per_step:
-        part.problem = (
-            "Automodel lines log tps but no step time; pass tokens_per_step "
-            "(--tokens-per-step: the global tokens per step Automodel counts, e.g. "
-            "gbs * seq_len) to derive it"
-        )
-        return
-    for rec in chosen.values():
-        v = rec.values
-        tps = v.get("tokens_per_s")
-        if tps:
-            v["step_time_s"] = tokens_per_step / tps
-            if num_gpus:
-                v["tokens_per_s_per_gpu"] = tps / num_gpus
-            else:
-                # Automodel's "/gpu" divides by dp*cp only: per GPU when tp = pp = 1.
-                v["tokens_per_s_per_gpu"] = v["tokens_per_s_per_dp_rank"]
-    part.notes.append(
-        f"{part.origin}: Automodel step times derived as tokens_per_step / tps "
-        f"({tokens_per_step:g} tokens per step)"
-    )
-
-
-def _memory_by_step(records: list[lf.Record]) -> dict[int, dict[str, float]]:
-    """Megatron memory reports by step: the last per rank, then the maximum over ranks."""
-    last: dict[tuple[int | None, int], dict[str, float]] = {}
-    for rec in records:
-        if rec.step is not None:
-            last[(rec.rank, rec.step)] = rec.values
-    out: dict[int, dict[str, float]] = defaultdict(dict)
-    for (_, step), values in last.items():
-        for key in _MEM_FIELDS:
-            if key in values:
-                out[step][key] = max(values[key], out[step].get(key, values[key]))
-    return out
 
 
 def chain(parts: Sequence[Part]) -> StepSeries:
