@@ -266,3 +266,30 @@ def test_automodel_benchmark_rerun_in_the_same_file_keeps_the_last_attempt():
     s = logs.parse_text("\n".join(lines))
     assert [(st.step, st.step_time_s) for st in s.steps] == [(0, 9.5), (1, 4.4), (2, 4.3)]
     assert s.restarts == 1
+
+
+def test_the_marker_search_narrows_to_the_format_found():
+    from perfgate import logassemble
+    from perfgate.logscan import LineScanner
+
+    data = (LOGS / "nemo2_b200_llama3_8b.log").read_bytes()
+    scanner = LineScanner(io.BytesIO(data))
+    logassemble.collect(scanner)
+    assert scanner.markers == (b"teration",)
+    scanner = LineScanner(io.BytesIO((LOGS / "bridge_llama31_8b_b200.log").read_bytes()))
+    logassemble.collect(scanner)
+    assert scanner.markers == (b"teration", b"Step Time")
+
+
+def test_an_all_rank_log_reads_only_the_lowest_ranks():
+    lines = []
+    for step in (4, 5, 6):
+        stamp = f"19:46:{10 + step * 2:02d},508"
+        for r in reversed(range(40)):  # the highest ranks print first
+            line = TITAN_X8.replace("step:  4", f"step:  {step}").replace("19:46:17,508", stamp)
+            lines.append(f"[rank{r}]:" + line.replace("66.91GiB", f"{60 + r}.00GiB"))
+    s = logs.parse_text("\n".join(lines))
+    assert [st.step for st in s.steps] == [4, 5]  # step: 4 (index 3) has no earlier stamp
+    assert {st.rank for st in s.steps} == {0} and s.steps[0].mem_reserved_gib == 60.0
+    assert s.steps[0].step_time_s == pytest.approx(2.0)
+    assert any("32 more ranks logged step lines" in n for n in s.notes)

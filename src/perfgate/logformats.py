@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -77,14 +78,21 @@ _TITAN = re.compile(r"\bstep:\s*([\d,]+)\s+loss:")
 # `| key: value |` fields of NeMo 2, Megatron and memory lines; the value's leading number is used.
 _FIELD = re.compile(r"\|\s*([A-Za-z][^|:]*?)\s*:\s*([^|]*?)\s*(?=\||$)")
 _TQDM_FIELD = re.compile(r"([A-Za-z_][\w/ ]*?)=([^,\]]*)")
-_TITAN_FIELDS = {
-    "loss": re.compile(r"\bloss:\s*(" + _NUM + ")"),
-    "grad_norm": re.compile(r"\bgrad_norm:\s*(" + _NUM + ")"),
-    "mem_reserved_gib": re.compile(r"\bmemory:\s*(" + _NUM + ")GiB"),
-    "tps": re.compile(r"\btps:\s*(\d[\d,]*(?:\.\d+)?)"),
-    "tflops_per_gpu": re.compile(r"\b(?:est_)?tflops:\s*(-?\d[\d,]*(?:\.\d+)?)"),
-    "mfu_pct": re.compile(r"\b(?:est_)?mfu:\s*(" + _NUM + ")%"),
-    "step_time_s": re.compile(r"\belapsed_time_per_step:\s*(" + _NUM + ")s"),
+# TorchTitan's `key: value` fields after `step: N` (some forks prefix est_, add units).
+_TITAN_FIELD = re.compile(
+    r"\b(loss|grad_norm|memory|tps|(?:est_)?tflops|(?:est_)?mfu|elapsed_time_per_step):\s*"
+    r"(-?\d[\d,]*(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf)"
+)
+_TITAN_KEYS = {
+    "loss": "loss",
+    "grad_norm": "grad_norm",
+    "memory": "mem_reserved_gib",  # max_reserved_gib, in GiB
+    "tps": "tokens_per_s_per_gpu",  # TorchTitan's tps is per device
+    "tflops": "tflops_per_gpu",
+    "est_tflops": "tflops_per_gpu",
+    "mfu": "mfu",
+    "est_mfu": "mfu",
+    "elapsed_time_per_step": "step_time_s",
 }
 _AUTOMODEL_FIELDS = {
     "loss": re.compile(r"\| loss (" + _NUM + ")"),
@@ -134,8 +142,11 @@ def split_prefix(line: str) -> tuple[int | None, str]:
     return int(m.group(1) or m.group(2)), line
 
 
-def extract(line: str) -> list[Record]:
-    """Every step record on one physical line (records may be glued without a newline)."""
+def extract(line: str, keep: Callable[[str, int | None], bool] | None = None) -> list[Record]:
+    """Every step record on one physical line (records may be glued without a newline).
+
+    keep(kind, rank), if given, is asked before a record is built: False skips it cheaply.
+    """
     rank, line = split_prefix(line)
     anchors: list[tuple[int, int, str, re.Match[str]]] = []
 
@@ -169,6 +180,8 @@ def extract(line: str) -> list[Record]:
     anchors = _drop_nested(anchors)
     records = []
     for i, (start, end, kind, m) in enumerate(anchors):
+        if keep is not None and not keep(kind, rank):
+            continue
         stop = anchors[i + 1][0] if i + 1 < len(anchors) else len(line)
         prev_end = anchors[i - 1][1] if i else 0
         rec = _BUILDERS[kind](m, line, start, end, stop, prev_end)
@@ -339,20 +352,12 @@ def _am_summary(m, line, start, end, stop, prev_end) -> Record:
 
 
 def _titan(m, line, start, end, stop, prev_end) -> Record:
-    text = line[start:stop]
     v: dict[str, float] = {}
-    for key, regex in _TITAN_FIELDS.items():
-        fm = regex.search(text)
-        if fm is not None:
-            x = number(fm.group(1))
-            if x is not None and not (key == "tflops_per_gpu" and x < 0):
-                v[key] = x
-    if "mfu_pct" in v:
-        pct = v.pop("mfu_pct")
-        if pct >= 0:
-            v["mfu"] = _fraction(pct)
-    if "tps" in v:
-        v["tokens_per_s_per_gpu"] = v.pop("tps")  # TorchTitan's tps is per device
+    for key, raw in _TITAN_FIELD.findall(line, end, stop):
+        x = float(raw.replace(",", ""))
+        if x < 0:  # est_tflops / est_mfu are -1 when unknown
+            continue
+        v[_TITAN_KEYS[key]] = _fraction(x) if key.endswith("mfu") else x
     # TorchTitan's train_state.step is 1-based (incremented before the step runs).
     step = int(m.group(1).replace(",", "")) - 1
     return Record(TITAN, step, v, time=_log_time(line, prev_end, start))
