@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from decimal import Decimal
 
 # Record kinds, and the format name each one implies.
@@ -99,8 +99,11 @@ _AUTOMODEL_FIELDS = {
     "grad_norm": re.compile(r"\| grad_norm (" + _NUM + ")"),
     "mem_peak_gib": re.compile(r"\| mem (" + _NUM + ") GiB"),
     "tps": re.compile(r"\| tps (" + _NUM + r")\((" + _NUM + r")/gpu\)"),
-    "num_label_tokens": re.compile(r"\| num_label_tokens (\d+)"),
 }
+_GPU_UTIL = re.compile(r"\s*GPU utilization:\s*(" + _NUM + r")\s*(?:MODEL_)?TFLOP/s/GPU")
+_TQDM_BAR = re.compile(r"\|\s*(\d+)/\d+\s*\[|(\d+)it\s*\[")  # `| 7/15 [` or `1it [`
+_AM_MEM = re.compile(r"Max Memory Allocated: (" + _NUM + ") GB")
+_AM_LOSS = re.compile(r"\bloss=(" + _NUM + ")")
 _LOG_TIME = re.compile(r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[,.](\d{1,6}))?")
 
 GIB = float(1 << 30)
@@ -256,7 +259,7 @@ def _tqdm(m, line, start, end, stop, prev_end) -> Record | None:
     gs = number(f["global_step"]) if "global_step" in f else None
     if gs is None or gs != gs:
         # No global_step in the postfix: fall back to the bar counter `| n/total` or `n it`.
-        bar = re.search(r"\|\s*(\d+)/\d+\s*\[|(\d+)it\s*\[", line[prev_end:start])
+        bar = _TQDM_BAR.search(line, prev_end, start)
         if bar is None:
             return None
         gs = int(bar.group(1) or bar.group(2)) - 1
@@ -282,7 +285,7 @@ def _megatron(m, line, start, end, stop, prev_end) -> Record | None:
 def _step_time(m, line, start, end, stop, prev_end) -> Record:
     text = line[end:stop]
     v: dict[str, float] = {"step_time_s": float(m.group(2))}
-    util = re.match(r"\s*GPU utilization:\s*(" + _NUM + r")\s*(?:MODEL_)?TFLOP/s/GPU", text)
+    util = _GPU_UTIL.match(text)
     if util:
         v["tflops_per_gpu"] = float(util.group(1))
     f = _fields(text)
@@ -325,10 +328,10 @@ def _automodel(m, line, start, end, stop, prev_end) -> Record:
 def _am_iter(m, line, start, end, stop, prev_end) -> Record:
     text = line[end:stop]
     v: dict[str, float] = {}
-    mem = re.search(r"Max Memory Allocated: (" + _NUM + ") GB", text)
+    mem = _AM_MEM.search(text)
     if mem:
         v["mem_peak_gib"] = float(mem.group(1))  # Automodel divides by 1024**3
-    loss = re.search(r"\bloss=(" + _NUM + ")", text)
+    loss = _AM_LOSS.search(text)
     if loss:
         v["loss"] = float(loss.group(1))
     return Record(AM_ITER, int(m.group(2)), v, rank=int(m.group(1)))
@@ -374,7 +377,8 @@ def _log_time(line: str, lo: int, hi: int) -> float | None:
     if not stamps:
         return None
     found = stamps[-1]
-    base = datetime.fromisoformat(found.group(1).replace("T", " "))
+    # Read as UTC: only differences are used, and they must not move with the local zone.
+    base = datetime.fromisoformat(found.group(1).replace("T", " ")).replace(tzinfo=timezone.utc)
     frac = found.group(2)
     return base.timestamp() + (int(frac) / 10 ** len(frac) if frac else 0.0)
 

@@ -59,7 +59,7 @@ class StepSeries:
     steps: tuple[Step, ...]
     source_files: tuple[str, ...] = ()
     log_interval: int = 1  # >1: each value is an average over that many steps
-    restarts: int = 0  # files/segments chained (torchrun restarts, requeues)
+    restarts: int = 0  # restarts seen: later files (torchrun restarts, requeues) + reruns in a file
     invalid_reason: str | None = None  # e.g. "NaN grad norm at step 17"
     notes: tuple[str, ...] = ()  # what the parser decided (duplicates, restarts, derivations)
     segment_starts: tuple[int, ...] = ()  # first step of each segment after the first
