@@ -322,7 +322,7 @@ def _attempts(
 def chain(parts: Sequence[Part]) -> StepSeries:
     """Chain the parts of one run in order into a StepSeries, or raise LogParseError."""
     origins = [p.origin for p in parts]
-    formats = {p.format for p in parts if p.steps}
+    formats = {p.format for p in parts if p.steps and p.format}
     if not formats:
         problems = [f"{p.origin}: {p.problem}" for p in parts if p.problem]
         if problems:

@@ -195,7 +195,9 @@ def extract(line: str, keep: Callable[[str, int | None], bool] | None = None) ->
     return records
 
 
-def _drop_nested(anchors: list[tuple[int, int, str, re.Match[str]]]) -> list:
+def _drop_nested(
+    anchors: list[tuple[int, int, str, re.Match[str]]],
+) -> list[tuple[int, int, str, re.Match[str]]]:
     """Drop anchors inside an earlier one (`iteration 45/99 |` inside a NeMo 2 prefix)."""
     kept: list[tuple[int, int, str, re.Match[str]]] = []
     for a in anchors:
@@ -205,6 +207,7 @@ def _drop_nested(anchors: list[tuple[int, int, str, re.Match[str]]]) -> list:
 
 
 def _fields(text: str) -> dict[str, str]:
+    """The `| key: value` fields of a record's text, values unparsed."""
     return {k: v for k, v in _FIELD.findall(text)}
 
 
@@ -224,7 +227,7 @@ def _put(values: dict[str, float], key: str, raw: str | None, per: float = 1.0) 
         values[key] = x / per if per != 1.0 else x
 
 
-def _nemo2(m, line, start, end, stop, prev_end) -> Record:
+def _nemo2(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int) -> Record:
     f = _fields(line[end:stop])
     v: dict[str, float] = {}
     _put(v, "step_time_s", f.get("train_step_timing in s"))
@@ -241,11 +244,13 @@ def _nemo2(m, line, start, end, stop, prev_end) -> Record:
     return Record(NEMO2, step, v)
 
 
-def _delta(m, line, start, end, stop, prev_end) -> Record:
+def _delta(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int) -> Record:
     return Record(NEMO_DELTA, int(m.group(1)), {"step_time_s": float(m.group(2))})
 
 
-def _tqdm(m, line, start, end, stop, prev_end) -> Record | None:
+def _tqdm(
+    m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int
+) -> Record | None:
     # The postfix of one bar state: from the `[` that opens it to the `]` that closes it.
     lo = line.rfind("[", prev_end, start)
     hi = line.find("]", end, stop)
@@ -266,7 +271,9 @@ def _tqdm(m, line, start, end, stop, prev_end) -> Record | None:
     return Record(TQDM, int(gs), v)
 
 
-def _megatron(m, line, start, end, stop, prev_end) -> Record | None:
+def _megatron(
+    m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int
+) -> Record | None:
     f = _fields(line[end - 1 : stop])
     ms = f.get("elapsed time per iteration (ms)")
     if ms is None:
@@ -282,7 +289,9 @@ def _megatron(m, line, start, end, stop, prev_end) -> Record | None:
     return Record(MEGATRON, int(m.group(1)) - 1, v)
 
 
-def _step_time(m, line, start, end, stop, prev_end) -> Record:
+def _step_time(
+    m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int
+) -> Record:
     text = line[end:stop]
     v: dict[str, float] = {"step_time_s": float(m.group(2))}
     util = _GPU_UTIL.match(text)
@@ -294,7 +303,7 @@ def _step_time(m, line, start, end, stop, prev_end) -> Record:
     return Record(STEP_TIME, None, v, rank=rank)
 
 
-def _memory(m, line, start, end, stop, prev_end) -> Record:
+def _memory(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int) -> Record:
     f = _fields(line[end:stop])
     v: dict[str, float] = {}
     if m.group(3) == "GB":
@@ -309,7 +318,9 @@ def _memory(m, line, start, end, stop, prev_end) -> Record:
     return Record(MEMORY, int(m.group(2)) - 1, v, rank=rank)
 
 
-def _automodel(m, line, start, end, stop, prev_end) -> Record:
+def _automodel(
+    m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int
+) -> Record:
     text = line[start:stop]
     v: dict[str, float] = {}
     for key, regex in _AUTOMODEL_FIELDS.items():
@@ -325,7 +336,7 @@ def _automodel(m, line, start, end, stop, prev_end) -> Record:
     return Record(AUTOMODEL, int(m.group(1)), v)
 
 
-def _am_iter(m, line, start, end, stop, prev_end) -> Record:
+def _am_iter(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int) -> Record:
     text = line[end:stop]
     v: dict[str, float] = {}
     mem = _AM_MEM.search(text)
@@ -337,15 +348,17 @@ def _am_iter(m, line, start, end, stop, prev_end) -> Record:
     return Record(AM_ITER, int(m.group(2)), v, rank=int(m.group(1)))
 
 
-def _am_time(m, line, start, end, stop, prev_end) -> Record:
+def _am_time(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int) -> Record:
     return Record(AM_TIME, None, {"step_time_s": float(m.group(1))})
 
 
-def _am_mfu(m, line, start, end, stop, prev_end) -> Record:
+def _am_mfu(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int) -> Record:
     return Record(AM_MFU, None, {"mfu": _fraction(float(m.group(1)))})
 
 
-def _am_summary(m, line, start, end, stop, prev_end) -> Record:
+def _am_summary(
+    m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int
+) -> Record:
     if m.re is _AM_AVG_MFU:
         return Record(AM_SUMMARY, None, {"average_mfu": _fraction(float(m.group(1)))})
     v = {"average_step_time_s": float(m.group(1))}
@@ -354,7 +367,7 @@ def _am_summary(m, line, start, end, stop, prev_end) -> Record:
     return Record(AM_SUMMARY, None, v)
 
 
-def _titan(m, line, start, end, stop, prev_end) -> Record:
+def _titan(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int) -> Record:
     v: dict[str, float] = {}
     for key, raw in _TITAN_FIELD.findall(line, end, stop):
         x = float(raw.replace(",", ""))
@@ -402,7 +415,9 @@ _MARKERS_OF_KIND.update(
     }
 )
 
-_BUILDERS = {
+# Each builder gets its anchor match, the line, the anchor's span, where the record's text
+# stops (the next anchor or the line end) and where the previous record's anchor ended.
+_BUILDERS: dict[str, Callable[[re.Match[str], str, int, int, int, int], Record | None]] = {
     NEMO2: _nemo2,
     NEMO_DELTA: _delta,
     TQDM: _tqdm,
