@@ -7,7 +7,7 @@ Modes, each judged by perfgate.stats exactly as the gate judges a row:
   stored-1   one run vs a baseline stored from one earlier run (compare_to_baseline)
   stored-3   one run vs a baseline stored from 3 earlier runs (mean and spread)
   runs-3v3   3 baseline runs vs 3 candidate runs, separate jobs (compare_runs)
-  ab-3       3 A/B pairs on the same nodes (compare_runs(paired=True))
+  ab-N       N A/B pairs on the same nodes (compare_runs(paired=True)), N = 3, 5, 8
   ab-3..5    A/B, adding a pair while INCONCLUSIVE up to 5 (needs_more_pairs), per-look
              alpha from sequential_alpha; ab-3..5-naive uses the full alpha at every look
   llmb       llmb's rule: mean of iterations 35-44 of one run vs a stored number from one
@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import csv
 import gzip
+import itertools
 import json
 import math
 import sys
@@ -80,6 +81,7 @@ TOLERANCES = (0.02, 0.03, 0.05)
 RUN_STEPS = 50  # a perfgate / llmb run: steps 0..49
 BLOCK = 5
 LLMB_WINDOW = (35, 44)
+FIXED_PAIRS = (3, 5, 8)
 SEEDS = {"calibration": 20240611, "evaluation": 7}
 
 
@@ -146,7 +148,7 @@ def load_ci_templates(ref: Path, min_len: int = 45) -> dict[str, np.ndarray]:
         steps = [s for s, _ in pts]
         if pts[0][0] > 2 or len(pts) < min_len or "_2nd" in name:
             continue
-        if any(b - a != 1 for a, b in zip(steps, steps[1:])):
+        if any(b - a != 1 for a, b in itertools.pairwise(steps)):
             continue
         out[name] = np.array([t for _, t in pts[:RUN_STEPS]])
     return out
@@ -251,8 +253,8 @@ def one_gate(
     raw = [synth_run(t, rng) for _ in range(6)]
     eff = np.exp(noise.run_effects(6, rng))
     summ = [summarize_run(list(x)) for x in raw]
-    base = [scaled(s, f) for s, f in zip(summ[:3], eff[:3])]
-    cand0 = [scaled(s, f) for s, f in zip(summ[3:], eff[3:])]
+    base = [scaled(s, f) for s, f in zip(summ[:3], eff[:3], strict=True)]
+    cand0 = [scaled(s, f) for s, f in zip(summ[3:], eff[3:], strict=True)]
     stored1 = Baseline(base[0].median_s, Provenance("sim"), n_runs=1)
     logs = [math.log(b.median_s) for b in base if b.steady]
     stored3 = None
@@ -263,8 +265,9 @@ def one_gate(
     llmb_cand = _llmb_mean(raw[3]) * eff[3]
     # One allocation: up to max_pairs pairs from one batch (day).
     batch = noise.gate_batch(rng)
-    pe = np.exp(noise.pair_effects(batch, max_pairs, rng))
-    a_runs = [summarize_run(list(synth_run(t, rng))) for _ in range(max_pairs)]
+    n_pairs = max(max_pairs, *FIXED_PAIRS)
+    pe = np.exp(noise.pair_effects(batch, n_pairs, rng))
+    a_runs = [summarize_run(list(synth_run(t, rng))) for _ in range(n_pairs)]
     b_runs = [scaled(summarize_run(list(synth_run(t, rng))), f) for f in pe]
     for s in slowdowns:
         f = 1 + s
@@ -277,7 +280,8 @@ def one_gate(
             else:
                 out["stored-3", tol, s] = "INCONCLUSIVE"
             out["runs-3v3", tol, s] = compare_runs(base, cand, tol).verdict
-            out["ab-3", tol, s] = compare_runs(a_runs[:3], bs[:3], tol, paired=True).verdict
+            for k in FIXED_PAIRS:
+                out[f"ab-{k}", tol, s] = compare_runs(a_runs[:k], bs[:k], tol, paired=True).verdict
             for name, seq in (("ab-3..5", True), ("ab-3..5-naive", False)):
                 n = 3
                 while True:
@@ -295,7 +299,17 @@ def one_gate(
 
 # --- the experiment -----------------------------------------------------------------------
 
-MODES = ("stored-1", "stored-3", "runs-3v3", "ab-3", "ab-3..5", "ab-3..5-naive", "llmb")
+MODES = (
+    "stored-1",
+    "stored-3",
+    "runs-3v3",
+    "ab-3",
+    "ab-5",
+    "ab-8",
+    "ab-3..5",
+    "ab-3..5-naive",
+    "llmb",
+)
 
 
 def build(

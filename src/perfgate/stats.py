@@ -10,7 +10,7 @@ launches of the same config on the same nodes differ by a median of ~1.4% (Megat
 A/A pairs), whatever the number of steps. So the standard error of a comparison always
 carries a between-run term:
 
-    stored:  se^2 = s_run^2 (1/K + 1/n_base) + sum(se_k^2) / K^2
+    stored:  se^2 = s_run^2 (1/K + 1/n_base) + sum(se_k^2) / K^2 (K = 1: s_run >= prior)
     runs:    se^2 = s_run^2 (1/K + 1/M)      + within-run SEs of both sides
     paired:  se^2 = s_pair^2 / N              (d_i = log(candidate_i / baseline_i))
 
@@ -19,7 +19,9 @@ data (DEFAULT_RUN_TO_RUN_CV, DEFAULT_PAIR_CV, PRIOR_DF degrees of freedom), the 
 "moderated" variance of Smyth (2004): s^2 = (PRIOR_DF * prior^2 + df_obs * s_obs^2) /
 (PRIOR_DF + df_obs), used with a t quantile on PRIOR_DF + df_obs degrees of freedom. This
 keeps 3 pairs usable (df = 2 alone gives t = 6.96 at 1%) while a noisy workload's own
-spread still raises its SE.
+spread still raises its SE. The prior is the scaled-t fit of real A/A pairs (its df is also
+their tail weight): a side resting on one run keeps the prior sigma and df, since a single
+launch's outlier risk shows in no observed spread.
 
 Decision rule (tolerance = the largest acceptable slowdown; alpha = 1% one-sided):
     resolution = exp(t_(1-alpha, df) * se) - 1, the slowdown told from noise at alpha;
@@ -248,6 +250,21 @@ def _decide(
         f"told from run-to-run noise; {advice()}"
     )
     return _Decision("INCONCLUSIVE", delta, lo, hi, res, reason, detectable)
+
+
+def _two_sided_se(
+    sigma: float, df: float, prior: tuple[float, float], k: int, m: int, within: float
+) -> tuple[float, float]:
+    """SE and df of a difference of means of k and m separate runs.
+
+    Launch noise is heavy-tailed within a row too (outlier launches, weak-node days), not
+    only across rows: a side resting on a single run has an effect no observed spread can
+    vouch for, so its term keeps at least the prior sigma and the quantile the prior's df.
+    """
+    lone = k == 1 or m == 1
+    s_k = max(sigma, prior[0]) if k == 1 else sigma
+    s_m = max(sigma, prior[0]) if m == 1 else sigma
+    return math.sqrt(s_k**2 / k + s_m**2 / m + within), (prior[1] if lone else df)
 
 
 def _smallest_n(
@@ -486,11 +503,14 @@ def _compare_unpaired(
         observed = math.sqrt(ss / df_obs)
     sigma, df = _pooled(prior[0], prior[1], observed, df_obs)
     within = sum(r.rel_se**2 for r in c_ok) / k**2 + sum(r.rel_se**2 for r in b_ok) / m**2
-    se = math.sqrt(sigma**2 * (1 / k + 1 / m) + within)
+    se, df = _two_sided_se(sigma, df, prior, k, m, within)
 
     def advice() -> str:
         need = _smallest_n(
-            lambda j: sigma * math.sqrt(2 / j), lambda j: prior[1] + 2 * j - 2, tol, alpha
+            lambda j: _two_sided_se(sigma, 0, prior, j, j, 0)[0],
+            lambda j: _two_sided_se(sigma, prior[1] + 2 * j - 2, prior, j, j, 0)[1],
+            tol,
+            alpha,
         )
         return f"about {need or 'over 1000'} runs on each side, or A/B pairs, would resolve it"
 
@@ -567,14 +587,15 @@ def compare_to_baseline(
         ss += _sum_sq(lc)
         df_obs += k - 1
     observed = math.sqrt(ss / df_obs) if df_obs else None
-    sigma, df = _pooled(prior[0], prior[1], observed, df_obs)
+    sigma, df_pool = _pooled(prior[0], prior[1], observed, df_obs)
     within = sum(r.rel_se**2 for r in c_ok) / k**2
-    se = math.sqrt(sigma**2 * (1 / k + 1 / n_base) + within)
+    se, df = _two_sided_se(sigma, df_pool, prior, k, n_base, within)
 
     def advice() -> str:
+        df_base = df_pool - max(k - 1, 0)  # the df that j candidate runs would build on
         need = _smallest_n(
-            lambda j: math.sqrt(sigma**2 * (1 / j + 1 / n_base) + within * k / j**2),
-            lambda j: df - max(k - 1, 0) + j - 1,
+            lambda j: _two_sided_se(sigma, 0, prior, j, n_base, within * k / j)[0],
+            lambda j: _two_sided_se(sigma, df_base + j - 1, prior, j, n_base, 0)[1],
             tol,
             alpha,
         )
