@@ -143,3 +143,14 @@ def test_text_that_is_no_step_time_file_is_an_error(tmp_path: Path, capsys) -> N
     code, _, err = compare(capsys, "--baseline", str(junk), "--candidate", str(junk))
     assert code == 2
     assert str(junk) in err and err.count("\n") == 1
+
+
+def test_real_megatron_bridge_log_through_the_parser(capsys) -> None:
+    # Fixture from the log parser's tests: Llama3.1 8B on 8 B200, Megatron-Bridge (NeMo 26.02).
+    log = Path(__file__).parent / "data" / "logs" / "bridge_llama31_8b_b200.log"
+    code, data, _ = compare(capsys, "--baseline", str(log), "--candidate", str(log), "--json")
+    assert code == 0
+    run = data["baseline"][0]
+    assert run["steady"] and run["window_start"] >= 5
+    assert run["median_s"] == pytest.approx(5.67, abs=0.02)
+    assert data["delta"] == 0.0
