@@ -23,6 +23,9 @@ except ImportError:  # the evaluator needs numpy (test extra); CI must have it
 @pytest.fixture(scope="module")
 def ed() -> ModuleType:
     require(np is not None, "numpy (pip install -e '.[test]')")
+    scripts = str(REPO / "scripts")
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)  # the script imports its sibling detector_data
     path = REPO / "scripts" / "evaluate_detector.py"
     spec = importlib.util.spec_from_file_location("evaluate_detector", path)
     assert spec and spec.loader
@@ -30,6 +33,12 @@ def ed() -> ModuleType:
     sys.modules["evaluate_detector"] = module
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def dd(ed: ModuleType) -> ModuleType:
+    """scripts/detector_data.py, imported by the evaluator."""
+    return sys.modules["detector_data"]
 
 
 @pytest.fixture(scope="module")
@@ -70,16 +79,18 @@ def test_other_aa_sources(measured: dict) -> None:
     assert measured["megatron_bridge_ci_vs_stored"]["n"] == 5
 
 
-def test_fit_scaled_t_recovers_known_parameters(ed: ModuleType) -> None:
+def test_fit_scaled_t_recovers_known_parameters(dd: ModuleType) -> None:
     rng = np.random.default_rng(3)
     x = 0.02 * rng.standard_t(3.0, size=6000)
-    nu, scale = ed.fit_scaled_t(x)
+    nu, scale = dd.fit_scaled_t(x)
     assert nu == pytest.approx(3.0, rel=0.25)
     assert scale == pytest.approx(0.02, rel=0.08)
 
 
-def test_synthetic_runs_keep_the_real_warmup(ed: ModuleType, reference: Path) -> None:
-    x = ed._series_csv(
+def test_synthetic_runs_keep_the_real_warmup(
+    ed: ModuleType, dd: ModuleType, reference: Path
+) -> None:
+    x = dd._series_csv(
         reference / "third_party_logs" / "together_b200_llama3.1_8b_bf16_gbs128_nemo2602.csv"
     )
     assert ed.warmup_end(x) == 5  # 43.8 s first step, CUDA-graph capture at index 3
