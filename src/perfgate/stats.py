@@ -6,22 +6,24 @@ scripts/evaluate_detector.py). The log of a run's steady median step time is
     log m = log mu + launch effect + within-run error
 
 Steps within one launch are autocorrelated and say nothing about the launch effect: two
-launches of the same config on the same nodes differ by a median of ~1.4% (Megatron-LM CI
-A/A pairs), whatever the number of steps. So the standard error of a comparison always
-carries a between-run term:
+launches of the same config in the same job differ by a median of 1.4% (Megatron-LM CI A/A
+pairs; one in five by more than 3%), whatever the number of steps. So the standard error of
+a comparison always carries a between-run term (d = log ratio, K candidate runs, M baseline
+runs, N pairs, se_k the within-run SE of run k):
 
-    stored:  se^2 = s_run^2 (1/K + 1/n_base) + sum(se_k^2) / K^2 (K = 1: s_run >= prior)
+    stored:  se^2 = s_run^2 (1/K + 1/n_base) + sum(se_k^2) / K^2
     runs:    se^2 = s_run^2 (1/K + 1/M)      + within-run SEs of both sides
     paired:  se^2 = s_pair^2 / N              (d_i = log(candidate_i / baseline_i))
 
-s_run^2 and s_pair^2 pool what the runs themselves show with a prior calibrated on real A/A
-data (DEFAULT_RUN_TO_RUN_CV, DEFAULT_PAIR_CV, PRIOR_DF degrees of freedom), the empirical-Bayes
-"moderated" variance of Smyth (2004): s^2 = (PRIOR_DF * prior^2 + df_obs * s_obs^2) /
-(PRIOR_DF + df_obs), used with a t quantile on PRIOR_DF + df_obs degrees of freedom. This
-keeps 3 pairs usable (df = 2 alone gives t = 6.96 at 1%) while a noisy workload's own
-spread still raises its SE. The prior is the scaled-t fit of real A/A pairs (its df is also
-their tail weight): a side resting on one run keeps the prior sigma and df, since a single
-launch's outlier risk shows in no observed spread.
+s_run and s_pair pool what the runs themselves show with a prior, as the empirical-Bayes
+"moderated" variance (Smyth 2004): s^2 = (PRIOR_DF prior^2 + df_obs s_obs^2) /
+(PRIOR_DF + df_obs), with a t quantile on PRIOR_DF + df_obs degrees of freedom. Under this
+model an A/A difference is prior * t_(PRIOR_DF), so the prior is the maximum-likelihood
+scaled-t fit of real A/A pairs (calibration half): scale 1.6% per pair (1.1% per run),
+PRIOR_DF = 2, i.e. heavy tails. Pooling keeps 3 pairs usable (df 2 alone: t = 6.96 at 1%)
+while a noisy row's own spread still raises its SE. A side resting on a single run keeps
+the prior sigma and df: a lone launch's outlier risk shows in no observed spread. Callers
+that know a row's own noise (its past A/B gates) pass prior_sigma / prior_df.
 
 Decision rule (tolerance = the largest acceptable slowdown; alpha = 1% one-sided):
     resolution = exp(t_(1-alpha, df) * se) - 1, the slowdown told from noise at alpha;
@@ -33,7 +35,9 @@ Decision rule (tolerance = the largest acceptable slowdown; alpha = 1% one-sided
         beyond tolerance), else INCONCLUSIVE, saying what resolution was reached and how
         many runs or pairs would resolve the tolerance.
 A slowdown equal to the tolerance is flagged about half the time: to catch a slowdown X with
-95% probability, set tolerance <= X - 1.645 * se (the report shows each row's resolution).
+95% probability, set tolerance <= X - 1.645 * se; Comparison.detectable is that X for the
+comparison at hand. The adaptive A/B loop (needs_more_pairs) uses sequential_alpha per look
+so that all its looks together keep false alarms <= alpha.
 Runs that never reached a steady state are left out and named in the reason; if a side has
 no steady run left the verdict is INCONCLUSIVE, never REGRESSION.
 """
