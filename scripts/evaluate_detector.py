@@ -1,0 +1,472 @@
+#!/usr/bin/env python3
+"""Replay real step-time series with injected slowdowns: false alarms and detection per mode.
+
+    python scripts/evaluate_detector.py [--draws 2000] [--split evaluation] [--quick] [--json]
+
+Modes, each judged by perfgate.stats exactly as the gate judges a row:
+  stored-1   one run vs a baseline stored from one earlier run (compare_to_baseline)
+  stored-3   one run vs a baseline stored from 3 earlier runs (mean and spread)
+  runs-3v3   3 baseline runs vs 3 candidate runs, separate jobs (compare_runs)
+  ab-N       N A/B pairs on the same nodes (compare_runs(paired=True)), N = 3, 5, 8
+  ab-3..M    A/B from 3 pairs, adding a pair while INCONCLUSIVE up to M = 5 or 8
+             (needs_more_pairs), per-look alpha from sequential_alpha; ab-3..5-naive uses
+             the full alpha at every look (to measure the inflation the looks cause)
+  llmb       llmb's rule: mean of iterations 35-44 of one run vs a stored number from one
+             run, REGRESSION when more than the tolerance slower (llmb uses 5%)
+
+Modelling assumptions (also printed with the results):
+  1. Within-run noise: each synthetic run is a real series (a "template") whose warm-up is kept
+     verbatim and whose steady part is resampled by a circular block bootstrap (blocks of
+     BLOCK steps, so autocorrelation, spikes and GC steps stay as they were). The warm-up
+     boundary of a template is found by a rule independent of perfgate's MSER-5 (last step in
+     the first half above 1.2x the second-half median, at least 5 steps).
+  2. Between-launch noise: every run is its own launch and gets a launch effect. Its size and
+     shape come from real A/A pairs: Megatron-LM CI ckpt-resume tests run the same training
+     twice in one job (tests/functional_tests/shell_test_utils/run_ci_test.sh runs
+     _run_training.sh a second time for TEST_TYPE ckpt-resume): same code, same allocation,
+     two launches. Their log ratios (resume_pairs_run1_vs_run2.csv, reshard tests left out:
+     the second run may use another layout) are resampled with a random sign (the order
+     effect, run 2 ~0.5% slower, is what a counterbalanced ABBA order cancels).
+     --abab keeps the measured sign instead (candidate always second, order effect in).
+  3. An A/B gate is one allocation on one day: all its pairs come from one CI batch (one
+     commit on one platform, i.e. one day's machines), so a noisy day stays noisy for every
+     pair. Runs in separate jobs (stored baselines, K runs) draw their batches independently
+     and get r / sqrt(2) each. The data cannot separate a node/day (allocation) effect from
+     the launch effect; --alloc-cv adds one (default 0), which A/B pairs cancel by design.
+  4. The launch noise already contains within-run noise of a ~46-step median; adding the
+     bootstrap on top counts it twice (conservative, ~0.3% against ~2%).
+  5. The slowdown multiplies every step of every candidate run.
+  6. Calibration and evaluation use disjoint data: the A/A pairs and the templates are split
+     by test directory (a hash) into two halves, every day and platform present in both, and
+     different seeds. perfgate's constants were chosen with --split calibration; report
+     --split evaluation.
+  7. Scenario "production" (--scenario production): 50-step NeMo/Megatron-Bridge series on
+     8 B200 as templates, and the 512-GPU B200 day-to-day reruns (together-dgxc-benchmarking)
+     as launch noise; the 405B NVFP4 -7.2% (weak fabric nodes) counts for separate jobs only,
+     the Qwen3 BF16 +10% (a software change) not at all. No rule was tuned on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing
+import os
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+from detector_data import (
+    load_ci_templates,
+    load_day_to_day,
+    load_production_templates,
+    load_resume_pairs,
+    measure_noise,
+    split_templates,
+)
+
+import perfgate.stats as pstats
+from perfgate.catalog import Baseline, Provenance
+from perfgate.stats import (
+    ALPHA,
+    RunSummary,
+    compare_runs,
+    compare_to_baseline,
+    needs_more_pairs,
+    sequential_alpha,
+    summarize_run,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+REFERENCE = REPO / ".." / "shared" / "reference"
+SLOWDOWNS = (0.0, 0.01, 0.02, 0.03, 0.05, 0.10)
+TOLERANCES = (0.02, 0.03, 0.05)
+BLOCK = 5
+LLMB_WINDOW = (35, 44)
+LLMB_TOLERANCE = 0.05
+FIXED_PAIRS = (3, 5, 8)
+# (mode, most pairs, per-look alpha from sequential_alpha?) of the adaptive A/B loop
+ADAPTIVE = (("ab-3..5", 5, True), ("ab-3..8", 8, True), ("ab-3..5-naive", 5, False))
+CHUNKS = 8  # draws are split into this many independently seeded chunks (any --jobs)
+SEEDS = {"calibration": 20240611, "evaluation": 7}
+
+
+# --- synthetic runs -----------------------------------------------------------------------
+
+
+def warmup_end(x: np.ndarray) -> int:
+    """Independent warm-up boundary: after the last early step above 1.2x the tail median."""
+    tail = np.median(x[len(x) // 2 :])
+    slow = np.nonzero(x[: len(x) // 2] > 1.2 * tail)[0]
+    return max(5, int(slow[-1]) + 1 if len(slow) else 0)
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    series: np.ndarray
+    warmup: int
+
+
+def synth_run(t: Template, rng: np.random.Generator) -> np.ndarray:
+    """Real warm-up verbatim, then a circular block bootstrap of the real steady part."""
+    steady = t.series[t.warmup :]
+    n, need = len(steady), len(t.series) - t.warmup
+    starts = rng.integers(0, n, size=math.ceil(need / BLOCK))
+    idx = (starts[:, None] + np.arange(BLOCK)[None, :]).ravel()[:need] % n
+    return np.concatenate([t.series[: t.warmup], steady[idx]])
+
+
+@dataclass(frozen=True)
+class Noise:
+    """Launch-effect model: pair log ratios grouped by batch (one batch = one day)."""
+
+    pair_batches: list[np.ndarray]  # for pairs in one allocation
+    run_batches: list[np.ndarray]  # for runs in separate jobs
+    alloc_cv: float
+    counterbalanced: bool = True  # False: the candidate always runs second (ABAB)
+
+    def gate_batch(self, rng: np.random.Generator) -> np.ndarray:
+        sizes = np.array([len(b) for b in self.pair_batches], dtype=float)
+        return self.pair_batches[rng.choice(len(sizes), p=sizes / sizes.sum())]
+
+    def pair_effects(self, batch: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+        signs = rng.choice([-1.0, 1.0], size=n)
+        # Not counterbalanced: keep run 2 / run 1 as measured, order effect included.
+        return rng.choice(batch, size=n) * (signs if self.counterbalanced else 1.0)
+
+    def run_effects(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        pool = np.concatenate(self.run_batches)
+        r = rng.choice(pool, size=n) * rng.choice([-1.0, 1.0], size=n) / math.sqrt(2)
+        return r + (rng.normal(0, self.alloc_cv, size=n) if self.alloc_cv else 0.0)
+
+
+def scaled(s: RunSummary, factor: float) -> RunSummary:
+    """The summary of the same run with every step multiplied by factor (all are equivariant)."""
+    return replace(s, median_s=s.median_s * factor, mean_s=s.mean_s * factor, se_s=s.se_s * factor)
+
+
+# --- one simulated gate per mode ----------------------------------------------------------
+
+Verdicts = dict[tuple[str, float, float], str]  # (mode, tolerance, slowdown) -> verdict
+
+
+def _llmb_mean(x: np.ndarray) -> float:
+    a, b = LLMB_WINDOW
+    return float(np.mean(x[a : b + 1]))
+
+
+def one_gate(
+    t: Template,
+    noise: Noise,
+    rng: np.random.Generator,
+    tolerances: Sequence[float],
+    slowdowns: Sequence[float],
+) -> Verdicts:
+    """Draw every run one row's gate needs, then judge it in every mode and setting."""
+    out: Verdicts = {}
+    # Separate jobs: 3 baseline + 3 candidate runs, each its own launch (and allocation).
+    raw = [synth_run(t, rng) for _ in range(6)]
+    eff = np.exp(noise.run_effects(6, rng))
+    summ = [summarize_run(list(x)) for x in raw]
+    base = [scaled(s, f) for s, f in zip(summ[:3], eff[:3], strict=True)]
+    cand0 = [scaled(s, f) for s, f in zip(summ[3:], eff[3:], strict=True)]
+    stored1 = Baseline(base[0].median_s, Provenance("sim"), n_runs=1)
+    logs = [math.log(b.median_s) for b in base if b.steady]
+    stored3 = None
+    if len(logs) >= 2:
+        gm = math.exp(float(np.mean(logs)))
+        stored3 = Baseline(gm, Provenance("sim"), gm * float(np.std(logs, ddof=1)), len(logs))
+    llmb_base = _llmb_mean(raw[0]) * eff[0]
+    llmb_cand = _llmb_mean(raw[3]) * eff[3]
+    # One allocation: up to max_pairs pairs from one batch (day).
+    batch = noise.gate_batch(rng)
+    n_pairs = max(*FIXED_PAIRS, *(top for _, top, _ in ADAPTIVE))
+    pe = np.exp(noise.pair_effects(batch, n_pairs, rng))
+    a_runs = [summarize_run(list(synth_run(t, rng))) for _ in range(n_pairs)]
+    b_runs = [scaled(summarize_run(list(synth_run(t, rng))), f) for f in pe]
+    for s in slowdowns:
+        f = 1 + s
+        # llmb's own rule, always at its 5%: mean of iterations 35-44 vs a stored number.
+        out["llmb", LLMB_TOLERANCE, s] = (
+            "REGRESSION" if llmb_cand * f / llmb_base - 1 > LLMB_TOLERANCE else "PASS"
+        )
+        cand = [scaled(c, f) for c in cand0]
+        bs = [scaled(b, f) for b in b_runs]
+        for tol in tolerances:
+            out["stored-1", tol, s] = compare_to_baseline(cand[:1], stored1, tol).verdict
+            if stored3 is not None:
+                out["stored-3", tol, s] = compare_to_baseline(cand[:1], stored3, tol).verdict
+            else:
+                out["stored-3", tol, s] = "INCONCLUSIVE"
+            out["runs-3v3", tol, s] = compare_runs(base, cand, tol).verdict
+            for k in FIXED_PAIRS:
+                out[f"ab-{k}", tol, s] = compare_runs(a_runs[:k], bs[:k], tol, paired=True).verdict
+            for name, top, seq in ADAPTIVE:
+                n = 3
+                while True:
+                    alpha = sequential_alpha(ALPHA, 3, top) if seq else ALPHA
+                    c = compare_runs(a_runs[:n], bs[:n], tol, paired=True, alpha=alpha)
+                    if not needs_more_pairs(c, top):
+                        break
+                    n += 1
+                out[name, tol, s] = c.verdict
+                out[name + ":pairs", tol, s] = str(n)
+    return out
+
+
+# --- the experiment -----------------------------------------------------------------------
+
+MODES = (
+    "stored-1",
+    "stored-3",
+    "runs-3v3",
+    "ab-3",
+    "ab-5",
+    "ab-8",
+    "ab-3..5",
+    "ab-3..8",
+    "ab-3..5-naive",
+    "llmb",
+)
+
+
+def build(
+    ref: Path, scenario: str, split: str, alloc_cv: float, counterbalanced: bool = True
+) -> tuple[list[Template], Noise, dict]:
+    """Templates and noise for a scenario and data split, plus what was measured/excluded."""
+    info: dict = {"scenario": scenario, "split": split}
+    if scenario == "production":
+        tmpl = load_production_templates(ref)
+        every, clean = load_day_to_day(ref)
+        noise = Noise([np.array(clean)], [np.array(every)], alloc_cv, counterbalanced)
+        info["noise"] = {"pair_ratios": len(clean), "run_ratios": len(every)}
+    else:
+        batches = load_resume_pairs(ref, split)
+        tmpl = split_templates(load_ci_templates(ref), split)
+        arrays = [np.array(v) for v in batches.values()]
+        noise = Noise(arrays, arrays, alloc_cv, counterbalanced)
+        info["noise"] = {"batches": len(arrays), "pairs": int(sum(len(a) for a in arrays))}
+    templates, unsteady = [], 0
+    for name, x in tmpl.items():
+        if not summarize_run(list(x)).steady:
+            unsteady += 1  # perfgate reports these runs as not steady; no verdict to measure
+            continue
+        templates.append(Template(name, x, warmup_end(x)))
+    info["templates"] = len(templates)
+    info["templates_not_steady"] = unsteady
+    return templates, noise, info
+
+
+_CONTEXT: tuple = ()  # (templates, noise, tolerances, slowdowns), inherited by forked workers
+
+
+def _chunk(job: tuple[np.random.SeedSequence, int]) -> tuple[dict, dict]:
+    """Simulate one seeded chunk of gates; returns verdict counts and adaptive pair counts."""
+    seed, draws = job
+    templates, noise, tolerances, slowdowns = _CONTEXT
+    rng = np.random.default_rng(seed)
+    counts: dict = defaultdict(lambda: defaultdict(int))
+    pairs: dict = defaultdict(list)
+    for _ in range(draws):
+        t = templates[rng.integers(len(templates))]
+        for (mode, tol, s), v in one_gate(t, noise, rng, tolerances, slowdowns).items():
+            if mode.endswith(":pairs"):
+                pairs[mode.removesuffix(":pairs"), tol, s].append(int(v))
+            else:
+                counts[mode, tol, s][v] += 1
+    return {k: dict(v) for k, v in counts.items()}, dict(pairs)
+
+
+def run(
+    ref: Path,
+    scenario: str,
+    split: str,
+    draws: int,
+    seed: int | None,
+    alloc_cv: float,
+    tolerances: Sequence[float] = TOLERANCES,
+    slowdowns: Sequence[float] = SLOWDOWNS,
+    jobs: int = 1,
+    counterbalanced: bool = True,
+) -> dict:
+    """Simulate `draws` gates (each on a random template) and tabulate verdict rates.
+
+    The draws are cut into CHUNKS seeded chunks, so the result depends on the seed only,
+    not on the number of worker processes.
+    """
+    global _CONTEXT
+    templates, noise, info = build(ref, scenario, split, alloc_cv, counterbalanced)
+    _CONTEXT = (templates, noise, tuple(tolerances), tuple(slowdowns))
+    seeds = np.random.SeedSequence(SEEDS[split] if seed is None else seed).spawn(CHUNKS)
+    sizes = [draws // CHUNKS + (i < draws % CHUNKS) for i in range(CHUNKS)]
+    work = [(sq, n) for sq, n in zip(seeds, sizes, strict=True) if n]
+    if jobs > 1 and len(work) > 1:
+        with multiprocessing.get_context("fork").Pool(min(jobs, len(work))) as pool:
+            parts = pool.map(_chunk, work)
+    else:
+        parts = [_chunk(w) for w in work]
+    counts: dict = defaultdict(lambda: defaultdict(int))
+    pairs: dict = defaultdict(list)
+    for c, p in parts:
+        for key, verdicts in c.items():
+            for v, k in verdicts.items():
+                counts[key][v] += k
+        for key, used in p.items():
+            pairs[key].extend(used)
+    rates = {
+        f"{m}|{tol}|{s}": {v: c / draws for v, c in counts[m, tol, s].items()}
+        for (m, tol, s) in counts
+    }
+    mean_pairs = {f"{m}|{tol}|{s}": float(np.mean(v)) for (m, tol, s), v in pairs.items()}
+    return {
+        **info,
+        "draws": draws,
+        "rates": rates,
+        "mean_pairs_adaptive": mean_pairs,
+        "tolerances": list(tolerances),
+        "slowdowns": list(slowdowns),
+    }
+
+
+# --- output -------------------------------------------------------------------------------
+
+
+def _rate(res: dict, mode: str, tol: float, s: float, verdict: str) -> float:
+    return res["rates"].get(f"{mode}|{tol}|{s}", {}).get(verdict, 0.0)
+
+
+def markdown_table(res: dict) -> str:
+    """Rows mode x tolerance; false alarms at 0%, detection per slowdown, INCONCLUSIVE rates."""
+    slow = [s for s in res["slowdowns"] if s > 0]
+    head = ["mode", "tolerance", "false alarm (0%)"] + [f"detect {s:.0%}" for s in slow]
+    head += ["inconclusive 0%", "inconclusive 3%"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for mode in MODES:
+        for tol in [LLMB_TOLERANCE] if mode == "llmb" else res["tolerances"]:
+            cells = [mode, f"{tol:.0%}", f"{_rate(res, mode, tol, 0.0, 'REGRESSION'):.1%}"]
+            cells += [f"{_rate(res, mode, tol, s, 'REGRESSION'):.0%}" for s in slow]
+            for s in (0.0, 0.03):
+                cells.append(
+                    f"{_rate(res, mode, tol, s, 'INCONCLUSIVE'):.0%}" if mode != "llmb" else "-"
+                )
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+ASSUMPTIONS = [
+    "within-run: real warm-up kept, steady part block-bootstrapped (blocks of 5 steps)",
+    "launch noise: real A/A pairs (2 launches, 1 job), random sign (counterbalanced order)",
+    "an A/B gate draws all its pairs from one CI batch (one day); separate jobs draw freely",
+    "no separate allocation effect unless --alloc-cv (A/B pairs would cancel it)",
+    "a slowdown multiplies every step of every candidate run",
+    "constants were chosen on --split calibration; other batches, templates and seed",
+]
+
+
+def report(res: dict, noise: dict | None) -> str:
+    """The human/markdown report: data, assumptions, table."""
+    out = [
+        f"## Detector evaluation: scenario {res['scenario']}, split {res['split']}, "
+        f"{res['draws']} gates per cell",
+        "",
+    ]
+    out.append(
+        f"templates: {res['templates']} real series "
+        f"({res['templates_not_steady']} more left out: perfgate calls them not steady); "
+        f"launch noise: {res['noise']}"
+    )
+    out += ["", "assumptions:"] + [f"- {a}" for a in ASSUMPTIONS] + [""]
+    out.append(markdown_table(res))
+    out += ["", "mean pairs used by the adaptive modes (tolerance, slowdown: pairs):"]
+    for mode, _, _ in ADAPTIVE:
+        used = [
+            f"{float(t):.0%} @ {float(s):.0%}: {v:.1f}"
+            for k, v in res["mean_pairs_adaptive"].items()
+            for m, t, s in [k.split("|")]
+            if m == mode and float(s) in (0.0, 0.03)
+        ]
+        out.append(f"- {mode}: " + ", ".join(used))
+    if noise:
+        out += ["", "A/A noise measured (all data):", "```", json.dumps(noise, indent=1), "```"]
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--reference", type=Path, default=REFERENCE, help="../shared/reference")
+    p.add_argument("--draws", type=int, default=2000, help="simulated gates per cell")
+    p.add_argument("--quick", action="store_true", help="a small, fast run (for tests)")
+    p.add_argument("--split", choices=("evaluation", "calibration"), default="evaluation")
+    p.add_argument("--scenario", choices=("ci", "production"), default="ci")
+    p.add_argument("--seed", type=int, default=None, help="default: fixed per split")
+    p.add_argument("--alloc-cv", type=float, default=0.0, help="extra per-job sigma")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument(
+        "--abab",
+        action="store_true",
+        help="candidate always second in its pair: keep the A/A order effect",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="worker processes (the result does not depend on it)",
+    )
+    # Calibration only: try other values of perfgate.stats' constants.
+    p.add_argument("--prior-df", type=float, help=argparse.SUPPRESS)
+    p.add_argument("--pair-cv", type=float, help=argparse.SUPPRESS)
+    p.add_argument("--run-cv", type=float, help=argparse.SUPPRESS)
+    p.add_argument("--tolerances", type=str, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    for name, value in (
+        ("PRIOR_DF", args.prior_df),
+        ("DEFAULT_PAIR_CV", args.pair_cv),
+        ("DEFAULT_RUN_TO_RUN_CV", args.run_cv),
+    ):
+        if value is not None:
+            setattr(pstats, name, value)
+    ref = args.reference.resolve()
+    if not ref.is_dir():
+        print(f"evaluate_detector: error: reference folder {ref} not found", file=sys.stderr)
+        return 2
+    draws = 100 if args.quick else args.draws
+    tols = (0.03,) if args.quick else TOLERANCES
+    if args.tolerances:
+        tols = tuple(float(x) for x in args.tolerances.split(","))
+    start = time.perf_counter()
+    res = run(
+        ref,
+        args.scenario,
+        args.split,
+        draws,
+        args.seed,
+        args.alloc_cv,
+        tols,
+        jobs=args.jobs,
+        counterbalanced=not args.abab,
+    )
+    res["alloc_cv"] = args.alloc_cv
+    res["counterbalanced"] = not args.abab
+    res["constants"] = {
+        k: getattr(pstats, k)
+        for k in ("ALPHA", "PRIOR_DF", "DEFAULT_PAIR_CV", "DEFAULT_RUN_TO_RUN_CV")
+    }
+    res["seconds"] = round(time.perf_counter() - start, 1)
+    noise = measure_noise(ref)
+    if args.json:
+        print(json.dumps({**res, "measured": noise}, indent=1))
+    else:
+        print(report(res, noise))
+        print(f"\n({res['seconds']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
