@@ -70,3 +70,18 @@ def test_python_dash_m_perfgate_parse():
     assert json.loads(out)["summary"]["median_step_time_s"] == pytest.approx(
         (126.9953 + 127.8045) / 2
     )
+
+
+def test_parse_json_carries_the_steady_state_summary(capsys):
+    """perfgate parse adds perfgate.stats' steady-state summary (MSER-5 or a fixed window)."""
+    from perfgate import cli
+
+    log = str(LOGS / "bridge_llama31_8b_b200.log")
+    assert cli.main(["parse", log, "--json"]) == 0
+    auto = json.loads(capsys.readouterr().out)["summary"]["steady_state"]
+    assert auto["window_method"] == "mser5" and auto["steady"] is True
+    assert auto["window_start"] >= 1  # the 43.8 s first step is warm-up, never steady
+    assert cli.main(["parse", log, "--window", "2:9", "--json"]) == 0
+    fixed = json.loads(capsys.readouterr().out)["summary"]["steady_state"]
+    assert (fixed["window_method"], fixed["window_start"], fixed["window_end"]) == ("fixed", 2, 9)
+    assert fixed["n_steady"] == 8

@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import asdict, replace
 from typing import Any
 
 from perfgate.errors import PerfgateError
@@ -131,21 +132,34 @@ def _add_parse_command(sub: argparse._SubParsersAction) -> None:
         "TorchTitan logs, which log throughput only",
     )
     p.add_argument("--num-gpus", type=int, metavar="N", help="GPUs of the run (TorchTitan)")
+    p.add_argument(
+        "--window",
+        default="auto",
+        metavar="auto|FIRST:LAST",
+        help="steady window for the summary: auto (MSER-5) or fixed steps, e.g. 35:44 (llmb)",
+    )
 
     def run(args: argparse.Namespace) -> int:
-        from perfgate import logs
+        from perfgate import logs, stats
 
+        window = stats.parse_window(args.window)
         series = logs.parse_files(
             args.logs, tokens_per_step=args.tokens_per_step, num_gpus=args.num_gpus
         )
         data = logs.to_dict(series)
-        # Steady-state statistics (warm-up removal, standard error, CV) come from perfgate.stats
-        # and go into data["summary"]["steady_state"] once that module is merged; the parser
-        # reports only what it read.
+        steady = stats.summarize_run(
+            series.step_times, window, step_numbers=[s.step for s in series.steps]
+        )
+        if not series.valid:
+            steady = replace(steady, steady=False, reason=f"invalid run: {series.invalid_reason}")
+        data["summary"]["steady_state"] = stats.json_ready(asdict(steady))
         if args.json:
             _emit(data, as_json=True)
             return 0
-        _emit({k: v for k, v in data["summary"].items() if k not in ("notes", "reported")}, False)
+        hidden = ("notes", "reported", "steady_state")
+        _emit({k: v for k, v in data["summary"].items() if k not in hidden}, False)
+        for key, value in data["summary"]["steady_state"].items():
+            print(f"steady {key}  {value}")
         for key, value in data["summary"]["reported"].items():
             print(f"reported {key}  {value}")
         for note in data["summary"]["notes"]:
@@ -220,20 +234,6 @@ def _add_compare_command(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_compare)
 
 
-def _compare_window(text: str) -> Any:
-    from perfgate.errors import ConfigError
-
-    if text == "auto":
-        return "auto"
-    first, sep, last = text.partition(":")
-    try:
-        if not sep:
-            raise ValueError
-        return (int(first), int(last))
-    except ValueError:
-        raise ConfigError(f"--window {text!r}: expected auto or FIRST:LAST, e.g. 35:44") from None
-
-
 def _compare_summaries(files: Sequence[str], window: Any, side: str) -> list[Any]:
     """Read and summarize each run; an invalid run (e.g. NaN grad norm) is not steady."""
     from dataclasses import replace
@@ -258,9 +258,15 @@ def _run_compare(args: argparse.Namespace) -> int:
     """`perfgate compare`: 0 unless the verdict is REGRESSION (1); bad input raises (2)."""
     from perfgate.catalog import Baseline, Provenance
     from perfgate.errors import ConfigError
-    from perfgate.stats import ALPHA, DEFAULT_TOLERANCE, compare_runs, compare_to_baseline
+    from perfgate.stats import (
+        ALPHA,
+        DEFAULT_TOLERANCE,
+        compare_runs,
+        compare_to_baseline,
+        parse_window,
+    )
 
-    window = _compare_window(args.window)
+    window = parse_window(args.window)
     alpha = ALPHA if args.alpha is None else args.alpha
     tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
     cand = _compare_summaries(args.candidate, window, "candidate")

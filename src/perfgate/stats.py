@@ -130,17 +130,31 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (NaN and inf become None)."""
-        return _json_ready(asdict(self))
+        return json_ready(asdict(self))
 
 
-def _json_ready(x: Any) -> Any:
+def json_ready(x: Any) -> Any:
+    """Plain JSON-ready data: dataclass dicts with NaN and inf as None."""
     if isinstance(x, float):
         return x if math.isfinite(x) else None
     if isinstance(x, dict):
-        return {k: _json_ready(v) for k, v in x.items()}
+        return {k: json_ready(v) for k, v in x.items()}
     if isinstance(x, list | tuple):
-        return [_json_ready(v) for v in x]
+        return [json_ready(v) for v in x]
     return x
+
+
+def parse_window(text: str, option: str = "--window") -> Window:
+    """'auto' or 'FIRST:LAST' (inclusive 0-based steps, e.g. 35:44 as llmb) from an option."""
+    if text == "auto":
+        return "auto"
+    first, sep, last = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        return (int(first), int(last))
+    except ValueError:
+        raise ConfigError(f"{option} {text!r}: expected auto or FIRST:LAST, e.g. 35:44") from None
 
 
 def needs_more_pairs(comparison: Comparison, max_pairs: int) -> bool:
