@@ -29,4 +29,6 @@ def contract_rows() -> list[dict]:
         data = json.loads(path.read_text())
         items = data if isinstance(data, list) else data.get("rows", [])
         rows += [r for r in items if r.get("backend", "nemo2") == "nemo2"]
-    return rows
+    from perfgate.workload.nemo2_models import complete_row
+
+    return [complete_row(r) for r in rows]

@@ -12,6 +12,13 @@ from perfgate.workload.nemo2_models import NEMO2_MODELS
 from perfgate.workload.nemo2_recipe import RecipeInputs, build_recipe
 
 ROWS = contract_rows()
+# Catalog rows the pinned NeMo cannot build as written: strict xfail, so a fix is noticed.
+KNOWN_ROW_PROBLEMS = {
+    "lora-llama3_70b-b200-mxfp8-8gpu-tp1pp4vp20": (
+        "override recipe.trainer.strategy.ddp.fp8_param_gather has nowhere to go: NeMo "
+        "2.7.3's LoRA recipe names its DDP by the string 'megatron'"
+    ),
+}
 FP8_RECIPE = {"delayed": "delayed", "current_scaling": "tensorwise", None: "delayed"}
 
 
@@ -19,7 +26,21 @@ def names(callbacks) -> list[str]:
     return [c.__fn_or_cls__.__name__ for c in callbacks]
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
+@pytest.mark.parametrize(
+    "row",
+    [
+        pytest.param(
+            r,
+            marks=pytest.mark.xfail(
+                reason=KNOWN_ROW_PROBLEMS[r["id"]], strict=True, raises=ConfigError
+            ),
+        )
+        if r["id"] in KNOWN_ROW_PROBLEMS
+        else r
+        for r in ROWS
+    ],
+    ids=[r["id"] for r in ROWS],
+)
 def test_recipe_matches_the_row(row) -> None:
     recipe = build_recipe(row, RecipeInputs(steps=37))
     s, t, d = recipe.trainer.strategy, recipe.trainer, recipe.data
