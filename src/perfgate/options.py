@@ -161,12 +161,6 @@ def addoption(parser: pytest.Parser) -> None:
         help="fine-tune on mock data where NeMo allows it (results flagged mock_data)",
     )
     g.addoption(
-        "--strict",
-        action="store_true",
-        default=False,
-        help="INCONCLUSIVE and NO_BASELINE fail instead of passing with a warning (CI)",
-    )
-    g.addoption(
         "--resume",
         action="store_true",
         default=False,
@@ -261,6 +255,18 @@ def _override_value(text: str) -> Any:
         return text
 
 
+def strict_mode(config: pytest.Config) -> bool:
+    """pytest's own --strict (pytest 9: the `strict` ini switch; pytest 8: the old flag).
+
+    perfgate does not add a flag of its own: under --strict, INCONCLUSIVE and NO_BASELINE
+    rows fail instead of passing with a warning, as CI wants.
+    """
+    try:
+        return bool(config.getini("strict"))
+    except ValueError:  # pytest 8 has no `strict` ini option
+        return bool(config.getoption("strict", False))
+
+
 def settings_from_config(config: pytest.Config) -> Settings:
     """Build and validate Settings (and LaunchOptions) from the parsed pytest options."""
     opt = config.getoption
@@ -314,7 +320,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
         gpus=opt("gpus"),
         window=parse_window(opt("window")),
         tolerance=tol,
-        strict=opt("strict"),
+        strict=strict_mode(config),
         resume=opt("resume"),
         update_baselines=opt("update_baselines"),
         dry_run=opt("dry_run"),

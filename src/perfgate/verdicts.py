@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from perfgate import flops, stats
+from perfgate import stats
 from perfgate.catalog import Baseline, Row
 from perfgate.launch.types import Diagnosis, RunRecord, RunResult
 from perfgate.logs import StepSeries
@@ -97,6 +97,8 @@ def _peak_memory(series: StepSeries) -> float | None:
 
 def measure(row: Row, series: StepSeries, window: stats.Window) -> tuple[Measured | None, str]:
     """Summarize a series; (None, reason) when it has no steady state."""
+    from perfgate import flops
+
     summary = stats.summarize_run(series.step_times, window=window)
     if not summary.steady:
         return None, summary.reason or "no steady state"

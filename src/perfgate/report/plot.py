@@ -171,7 +171,10 @@ def _legend(traces, window, baseline_s, tolerance, median_s) -> str:
         band = f" ± {tolerance:.1%}" if tolerance is not None else ""
         items.append(("#ff7f0e", f"baseline {baseline_s:.4g} s{band}"))
     x = W - RIGHT - 200
-    parts = []
+    parts = [
+        f'<rect x="{x - 4}" y="{TOP + 1}" width="200" height="{14 * len(items) + 6}" '
+        'fill="white" fill-opacity="0.85"/>'
+    ]
     for k, (color, label) in enumerate(items):
         y = TOP + 12 + 14 * k
         parts.append(
