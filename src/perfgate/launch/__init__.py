@@ -1,6 +1,6 @@
 """Launching rows: submitit jobs on Slurm (or locally), their lifecycle and failure diagnosis."""
 
-from perfgate.launch.plan import plan
+from perfgate.launch.planning import plan
 from perfgate.launch.session import LaunchSession
 from perfgate.launch.types import (
     CAUSES,

@@ -128,12 +128,20 @@ def collect_job(
     extra = batch_logs(jdir, job_id)
     notes: list[str] = []
     if not tried:
-        diag = dg.diagnose(state, None, [(str(p), dg.read_log(p)) for p in extra if p.exists()],
-                           job_id=job_id)
+        diag = dg.diagnose(
+            state, None, [(str(p), dg.read_log(p)) for p in extra if p.exists()], job_id=job_id
+        )
         if diag is None:
             diag = Diagnosis("UNKNOWN", f"job {job_id}: the job function never started ({state})")
-        return RunResult(row_id, job_id, state, diagnosis=diag, sbatch_script=sbatch_script,
-                         wall_s=wall_s, job_dir=str(jdir))
+        return RunResult(
+            row_id,
+            job_id,
+            state,
+            diagnosis=diag,
+            sbatch_script=sbatch_script,
+            wall_s=wall_s,
+            job_dir=str(jdir),
+        )
     last = tried[-1]
     adir = jdir / f"attempt-{last}"
     if last > 0:
@@ -162,8 +170,9 @@ def collect_job(
             )
             if diag is not None and len(manifest.get("runs", [])) > 1:
                 where = f"run {entry.get('index')} ({run.label})"
-                diag = Diagnosis(diag.cause, f"{where}: {diag.message}", diag.evidence,
-                                 diag.log_tail)
+                diag = Diagnosis(
+                    diag.cause, f"{where}: {diag.message}", diag.evidence, diag.log_tail
+                )
     if diag is None and manifest.get("error"):
         logs = [(str(p), dg.read_log(p)) for p in extra if p.exists()]
         diag = dg.diagnose(state, 1, logs, job_id=job_id) or Diagnosis(

@@ -51,8 +51,11 @@ LOG_PATTERNS: tuple[Pattern, ...] = (
     _p("OOM", r".*CUDA error: out of memory.*", "CUDA out of memory"),
     _p("NCCL", r".*Watchdog caught collective operation timeout.*", "NCCL collective timed out"),
     _p("NCCL", r".*NCCL error.*", "NCCL error"),
-    _p("NCCL", r".*\b(ncclInternalError|ncclSystemError|ncclUnhandledCudaError|ncclRemoteError)\b.*",
-       "NCCL error"),
+    _p(
+        "NCCL",
+        r".*\b(ncclInternalError|ncclSystemError|ncclUnhandledCudaError|ncclRemoteError)\b.*",
+        "NCCL error",
+    ),
     _p("NCCL", r".*NCCL communicator was aborted.*", "NCCL communicator aborted"),
     _p("NAN", r".*found NaN in local grad norm.*", "NaN grad norm"),
     _p("NAN", r".*\bgrad[ _]norm\s*[:=]\s*nan\b.*", "NaN grad norm", re.IGNORECASE),
@@ -64,6 +67,7 @@ EXCEPTION = re.compile(
     r"^(?:\S+: |\[rank\d+\]: ?|\[default\d+\]: ?)?"
     r"(?P<line>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)\b(?::.*)?)$"
 )
+SRUN_ERROR = re.compile(r"^srun: (?:error|fatal): (?!.*: tasks? [\d,-]+: ).*")
 SRUN_TASK_EXIT = re.compile(r"srun: error: (\S+): tasks? ([\d,-]+): (Exited with exit code \d+|.*)")
 
 SLURM_CAUSES = {
@@ -85,7 +89,6 @@ def read_log(path: str | Path, limit: int = READ_BYTES) -> str:
     except OSError:
         return ""
     return data.decode("utf-8", errors="replace")
-
 
 
 def failing_tasks(text: str) -> list[int]:
@@ -112,7 +115,7 @@ def _clean(line: str, environ: Mapping[str, str] | None) -> str:
 def find_pattern(
     logs: Sequence[tuple[str, str]], patterns: Sequence[Pattern]
 ) -> tuple[Pattern, str, str] | None:
-    """(pattern, matching line, log name) of the first pattern found in any log, by pattern order."""
+    """(pattern, line, log name) of the first pattern, in pattern order, found in any log."""
     for pat in patterns:
         for name, text in logs:
             for line in text.splitlines():
@@ -179,12 +182,20 @@ def diagnose(
         pat, line, name = hard
         return make(pat.cause, pat.message, line, name)
     if state in ("TIMEOUT", "DEADLINE"):
-        return make("TIMEOUT", "the job hit its time limit", kill[0] if kill else None,
-                    kill[1] if kill else None)
+        return make(
+            "TIMEOUT",
+            "the job hit its time limit",
+            kill[0] if kill else None,
+            kill[1] if kill else None,
+        )
     if state == "OUT_OF_MEMORY":
         oom = find_line(logs, HOST_OOM)
-        return make("OOM", "host memory exhausted (Slurm OUT_OF_MEMORY)",
-                    oom[0] if oom else None, oom[1] if oom else None)
+        return make(
+            "OOM",
+            "host memory exhausted (Slurm OUT_OF_MEMORY)",
+            oom[0] if oom else None,
+            oom[1] if oom else None,
+        )
     if series is not None and not series.valid:
         return make("NAN", "the run cannot be judged", series.invalid_reason)
     failed = (exit_code not in (None, 0)) or state == "FAILED" or step_error
@@ -199,10 +210,14 @@ def diagnose(
             return make("OOM", "host memory exhausted", oom[0], oom[1])
         if step_error:
             return make("WORKLOAD_EXCEPTION", "the workload failed", step_error)
-        srun = find_line(logs, SRUN_TASK_EXIT)
+        srun = find_line(logs, SRUN_ERROR) or find_line(logs, SRUN_TASK_EXIT)
         code = f" with status {exit_code}" if exit_code not in (None, 0) else ""
-        return make("UNKNOWN", f"the workload exited{code}", srun[0] if srun else None,
-                    srun[1] if srun else None)
+        return make(
+            "UNKNOWN",
+            f"the workload exited{code}",
+            srun[0] if srun else None,
+            srun[1] if srun else None,
+        )
     if series is None or not series.steps:
         return make("TOO_FEW_STEPS", "the workload recorded no step", None)
     if expected_steps and len(series.steps) < expected_steps:

@@ -22,7 +22,7 @@ from typing import Any
 
 from perfgate.launch import images
 from perfgate.launch.collect import JOB_LOG, MANIFEST, collect_job, write_json
-from perfgate.launch.plan import (
+from perfgate.launch.planning import (
     JobContext,
     container_env_names,
     local_argv,
@@ -165,7 +165,14 @@ class Job:
         if self.ctx.mpi != "auto":
             return self.ctx.mpi
         listed = _run(["srun", "--mpi=list"], stderr=True) or ""
-        return "pmix" if "pmix" in listed else None
+        if "pmix" not in listed:
+            return None
+        # Listed is not loadable: the plugin may be built while libpmix is missing on the node.
+        probe = _run(["srun", "--mpi=pmix", "--nodes=1", "--ntasks=1", "true"])
+        if probe is None:
+            self.manifest["notes"].append("srun lists pmix but cannot load it: using --mpi=none")
+            return None
+        return "pmix"
 
     def master_addr(self, nodes: list[str]) -> str:
         """Address of the first node as Slurm knows it (node names need not resolve)."""
@@ -194,15 +201,28 @@ class Job:
             self.log(f"warning: secret variables not in the job's environment: {missing}")
         return env
 
-    def launch(self, index: int, label: str, image: str | None, pyxis_image: str | None,
-               mpi: str | None, addr: str) -> int:
+    def launch(
+        self,
+        index: int,
+        label: str,
+        image: str | None,
+        pyxis_image: str | None,
+        mpi: str | None,
+        addr: str,
+    ) -> int:
         ctx = self.ctx
         rdir = run_dir(ctx.job_dir, self.attempt, index, label)
         rdir.mkdir(parents=True, exist_ok=True)
         workload_spec(ctx, rdir, label, image).write(rdir / "spec.json")
         env = self.env(label, image, addr)
-        entry = {"index": index, "label": label, "image": image, "run_dir": str(rdir),
-                 "exit_code": None, "started_at": _now()}
+        entry = {
+            "index": index,
+            "label": label,
+            "image": image,
+            "run_dir": str(rdir),
+            "exit_code": None,
+            "started_at": _now(),
+        }
         self.manifest["runs"].append(entry)
         t0 = time.monotonic()
         if ctx.executor == "slurm":
@@ -232,8 +252,14 @@ class Job:
             env["CUDA_VISIBLE_DEVICES"] = ctx.cuda_visible_devices
         files = []
         for rank in range(n):
-            renv = {**env, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(n),
-                    "LOCAL_WORLD_SIZE": str(n), "GROUP_RANK": "0"}
+            renv = {
+                **env,
+                "RANK": str(rank),
+                "LOCAL_RANK": str(rank),
+                "WORLD_SIZE": str(n),
+                "LOCAL_WORLD_SIZE": str(n),
+                "GROUP_RANK": "0",
+            }
             f = open(rdir / f"rank-{rank}.log", "wb")  # noqa: SIM115 (closed below)
             files.append(f)
             self.proc.append(subprocess.Popen(argv, env=renv, stdout=f, stderr=subprocess.STDOUT))
@@ -340,8 +366,14 @@ class Job:
             status = "FAILED" if ctx.executor == "slurm" else "LOCAL"
         self.manifest["ended_at"] = _now()
         self.save()
-        return collect_job(ctx.job_dir, ctx.row_id, self.job_id, status, ctx.steps,
-                           wall_s=round(time.monotonic() - self.started, 2))
+        return collect_job(
+            ctx.job_dir,
+            ctx.row_id,
+            self.job_id,
+            status,
+            ctx.steps,
+            wall_s=round(time.monotonic() - self.started, 2),
+        )
 
 
 def run_job(ctx: JobContext) -> RunResult:

@@ -28,7 +28,7 @@ from submitit.core.utils import pickle_load
 from perfgate import stepfile
 from perfgate.catalog import Row
 from perfgate.errors import ConfigError, PerfgateError
-from perfgate.launch import plan as planning
+from perfgate.launch import planning
 from perfgate.launch.collect import attempts, collect_job, read_manifest, write_json
 from perfgate.launch.envs import export_secrets
 from perfgate.launch.job import run_job
@@ -146,11 +146,16 @@ class LaunchSession:
             job = ex.submit(run_job, e.ctx)
         except Exception as err:  # sbatch refused: a bad partition, account, QOS, limit
             text = str(err).strip().splitlines()
-            line = next((x for x in reversed(text) if "error" in x.lower()), text[-1] if text else "")
+            line = next(
+                (x for x in reversed(text) if "error" in x.lower()), text[-1] if text else ""
+            )
             e.result = RunResult(
-                e.row.id, None, "NOT_SUBMITTED",
+                e.row.id,
+                None,
+                "NOT_SUBMITTED",
                 diagnosis=Diagnosis("SUBMIT", f"sbatch refused the job: {line.strip()}", line),
-                sbatch_script=e.plan.sbatch_script, job_dir=e.plan.job_dir,
+                sbatch_script=e.plan.sbatch_script,
+                job_dir=e.plan.job_dir,
             )
             return
         e.job_id = str(job.job_id)
@@ -231,21 +236,23 @@ class LaunchSession:
         if e.unknown_since and now - e.unknown_since > max(LOST_AFTER_S, 3 * opts.poll_interval_s):
             self._give_up(e, "UNKNOWN", f"Slurm has no record of job {e.job_id}")
             return True
-        if info and info.state == "PENDING" and e.pending_since is not None:
-            if now - e.pending_since > opts.queue_timeout_min * 60:
-                self._cancel_ids([e.job_id])
-                self._give_up(
-                    e, "QUEUE_TIMEOUT",
-                    f"job {e.job_id} still pending after {opts.queue_timeout_min:g} min "
-                    f"(reason: {info.reason or 'none given'}); cancelled",
-                )
-                return True
+        pending_s = now - e.pending_since if e.pending_since is not None else 0.0
+        if info and info.state == "PENDING" and pending_s > opts.queue_timeout_min * 60:
+            self._cancel_ids([e.job_id])
+            self._give_up(
+                e,
+                "QUEUE_TIMEOUT",
+                f"job {e.job_id} still pending after {opts.queue_timeout_min:g} min "
+                f"(reason: {info.reason or 'none given'}); cancelled",
+            )
+            return True
         if e.running_since is not None:
             limit_s = (e.ctx.time_limit_min + opts.grace_min) * 60
             if now - e.running_since > limit_s:
                 self._cancel_ids([e.job_id])
                 self._give_up(
-                    e, "UNKNOWN",
+                    e,
+                    "UNKNOWN",
                     f"job {e.job_id} shows no final state {opts.grace_min:g} min after its "
                     f"{e.ctx.time_limit_min} min time limit; cancelled",
                 )
@@ -268,6 +275,8 @@ class LaunchSession:
             outcome, value = pickle_load(pickle)
         state = self._final_state(e)
         if outcome == "success" and isinstance(value, RunResult):
+            if value.state == "FAILED":  # the batch step exits 0 after a failed launch
+                state = "FAILED"
             e.result = dataclasses.replace(
                 value, job_id=e.job_id, state=state, sbatch_script=e.plan.sbatch_script
             )
@@ -276,23 +285,38 @@ class LaunchSession:
         last = str(value).strip().splitlines()[-1] if str(value).strip() else "no traceback"
         res = self._collect(e, state)
         e.result = dataclasses.replace(
-            res, diagnosis=Diagnosis("UNKNOWN", f"job {e.job_id}: the job function failed: "
-                                     f"{last}", last, str(value)[-4000:]),
+            res,
+            diagnosis=Diagnosis(
+                "UNKNOWN",
+                f"job {e.job_id}: the job function failed: {last}",
+                last,
+                str(value)[-4000:],
+            ),
         )
 
     def _collect(self, e: _Entry, state: str) -> RunResult:
         wall = e.info.elapsed_s if e.info else None
-        return collect_job(e.plan.job_dir, e.row.id, e.job_id, state, e.ctx.steps,
-                           sbatch_script=e.plan.sbatch_script, wall_s=wall)
+        return collect_job(
+            e.plan.job_dir,
+            e.row.id,
+            e.job_id,
+            state,
+            e.ctx.steps,
+            sbatch_script=e.plan.sbatch_script,
+            wall_s=wall,
+        )
 
     def _finish_from_folder(self, e: _Entry, state: str) -> None:
         e.result = self._collect(e, state)
 
     def _give_up(self, e: _Entry, cause: str, message: str) -> None:
         res = self._collect(e, e.info.state if e.info else "UNKNOWN")
-        e.result = dataclasses.replace(res, diagnosis=Diagnosis(cause, message, None,
-                                                                 res.diagnosis.log_tail
-                                                                 if res.diagnosis else ""))
+        e.result = dataclasses.replace(
+            res,
+            diagnosis=Diagnosis(
+                cause, message, None, res.diagnosis.log_tail if res.diagnosis else ""
+            ),
+        )
 
     # --- the API the plugin drives ------------------------------------------------------------
 
@@ -307,7 +331,9 @@ class LaunchSession:
             if e.done:
                 break
             if timeout_s is not None and time.monotonic() - start > timeout_s:
-                raise PerfgateError(f"row {row_id}: no result after {timeout_s:g} s (job {e.job_id})")
+                raise PerfgateError(
+                    f"row {row_id}: no result after {timeout_s:g} s (job {e.job_id})"
+                )
             time.sleep(min(0.5, self.options.poll_interval_s))
         self._save_state()
         assert e.result is not None
@@ -333,11 +359,18 @@ class LaunchSession:
                 continue
             info = e.info
             step, total, run = self._progress(e)
-            out.append(JobStatus(
-                rid, e.job_id, info.state if info else "SUBMITTED",
-                reason=info.reason if info else None, step=step, total_steps=total, run=run,
-                time_left_s=info.time_left_s if info else None,
-            ))
+            out.append(
+                JobStatus(
+                    rid,
+                    e.job_id,
+                    info.state if info else "SUBMITTED",
+                    reason=info.reason if info else None,
+                    step=step,
+                    total_steps=total,
+                    run=run,
+                    time_left_s=info.time_left_s if info else None,
+                )
+            )
         return out
 
     def _progress(self, e: _Entry) -> tuple[int | None, int | None, str | None]:
@@ -349,8 +382,11 @@ class LaunchSession:
         if not runs:
             return None, e.ctx.steps, None
         last = runs[-1]
-        run = f"{len(runs)}/{manifest.get('planned', len(runs))} {last['label']}" if len(
-            e.ctx.launches) > 1 else None
+        run = (
+            f"{len(runs)}/{manifest.get('planned', len(runs))} {last['label']}"
+            if len(e.ctx.launches) > 1
+            else None
+        )
         try:
             rec = stepfile.read(Path(last["run_dir"]) / "steps.json")
         except PerfgateError:
@@ -371,9 +407,15 @@ class LaunchSession:
                     e.local_job.cancel(check=False)
         for e in self.entries.values():
             if e.job_id is None and e.result is None:
-                e.result = RunResult(e.row.id, None, "CANCELLED", diagnosis=Diagnosis(
-                    "CANCELLED", "the session was interrupted before this row was submitted"),
-                    job_dir=e.plan.job_dir)
+                e.result = RunResult(
+                    e.row.id,
+                    None,
+                    "CANCELLED",
+                    diagnosis=Diagnosis(
+                        "CANCELLED", "the session was interrupted before this row was submitted"
+                    ),
+                    job_dir=e.plan.job_dir,
+                )
         self._save_state(cancelled=set(ids))
         return ids
 
@@ -430,13 +472,16 @@ class LaunchSession:
                 or bool(old.get("cancelled") and old.get("job_id") == e.job_id),
             }
         self._saved = jobs
-        write_json(self.state_path, {
-            "version": 1,
-            "executor": self.options.executor,
-            "slurm_conf": os.environ.get("SLURM_CONF"),
-            "updated_at": time.time(),
-            "jobs": jobs,
-        })
+        write_json(
+            self.state_path,
+            {
+                "version": 1,
+                "executor": self.options.executor,
+                "slurm_conf": os.environ.get("SLURM_CONF"),
+                "updated_at": time.time(),
+                "jobs": jobs,
+            },
+        )
 
     def close(self) -> None:
         """Restore signal handlers and write the final state."""

@@ -16,9 +16,21 @@ from dataclasses import dataclass
 from perfgate.launch.types import TERMINAL_STATES
 
 ACTIVE_STATES = frozenset(
-    {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD",
-     "REQUEUE_FED", "RESIZING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT",
-     "RESV_DEL_HOLD"}
+    {
+        "PENDING",
+        "CONFIGURING",
+        "RUNNING",
+        "COMPLETING",
+        "REQUEUED",
+        "REQUEUE_HOLD",
+        "REQUEUE_FED",
+        "RESIZING",
+        "SUSPENDED",
+        "STOPPED",
+        "SIGNALING",
+        "STAGE_OUT",
+        "RESV_DEL_HOLD",
+    }
 )
 QUERY_TIMEOUT_S = 20
 
@@ -102,9 +114,15 @@ def parse_sacct(text: str) -> dict[str, JobInfo]:
         state = _state(f[2])
         left = (limit - elapsed) if (limit is not None and elapsed is not None) else None
         out[f[0]] = JobInfo(
-            job_id=f[0], state=state, name=f[1], reason=f[3] or None, nodes=f[4] or None,
-            time_left_s=left if state == "RUNNING" else None, elapsed_s=elapsed,
-            exit_code=f[7] or None, source="sacct",
+            job_id=f[0],
+            state=state,
+            name=f[1],
+            reason=f[3] or None,
+            nodes=f[4] or None,
+            time_left_s=left if state == "RUNNING" else None,
+            elapsed_s=elapsed,
+            exit_code=f[7] or None,
+            source="sacct",
         )
     return out
 
@@ -118,9 +136,14 @@ def parse_squeue(text: str) -> dict[str, JobInfo]:
             continue
         state = _state(f[2])
         out[f[0]] = JobInfo(
-            job_id=f[0], state=state, name=f[1], reason=f[3] or None, nodes=f[4] or None,
+            job_id=f[0],
+            state=state,
+            name=f[1],
+            reason=f[3] or None,
+            nodes=f[4] or None,
             time_left_s=parse_duration(f[5]) if state == "RUNNING" else None,
-            elapsed_s=parse_duration(f[6]), source="squeue",
+            elapsed_s=parse_duration(f[6]),
+            source="squeue",
         )
     return out
 
@@ -137,12 +160,16 @@ def parse_scontrol(text: str) -> JobInfo | None:
     run, limit = parse_duration(kv.get("RunTime")), parse_duration(kv.get("TimeLimit"))
     restarts = kv.get("Restarts")
     return JobInfo(
-        job_id=kv["JobId"], state=state, name=kv.get("JobName"),
+        job_id=kv["JobId"],
+        state=state,
+        name=kv.get("JobName"),
         reason=kv.get("Reason") if kv.get("Reason") not in (None, "None") else None,
         nodes=kv.get("NodeList") if kv.get("NodeList") not in (None, "(null)") else None,
         time_left_s=(limit - run) if state == "RUNNING" and limit and run is not None else None,
-        elapsed_s=run, restarts=int(restarts) if restarts and restarts.isdigit() else None,
-        exit_code=kv.get("ExitCode"), source="scontrol",
+        elapsed_s=run,
+        restarts=int(restarts) if restarts and restarts.isdigit() else None,
+        exit_code=kv.get("ExitCode"),
+        source="scontrol",
     )
 
 
@@ -171,8 +198,9 @@ class SlurmStates:
         ask = [j for j in ids if j not in found or found[j].state in ("PREEMPTED", "UNKNOWN")]
         if ask:
             self.calls += 1
-            out = _run(["squeue", "-h", "-t", "all", "-o", "%i|%j|%T|%r|%N|%L|%M", "-j",
-                        ",".join(ask)])
+            out = _run(
+                ["squeue", "-h", "-t", "all", "-o", "%i|%j|%T|%r|%N|%L|%M", "-j", ",".join(ask)]
+            )
             live = parse_squeue(out) if out else {}
             for j in ask:
                 info = live.get(j)

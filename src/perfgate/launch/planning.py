@@ -96,9 +96,7 @@ def container_env_names(ctx: JobContext) -> list[str]:
     return sorted({*ctx.env, *ctx.secret_env, *fixed})
 
 
-def srun_argv(
-    ctx: JobContext, rdir: Path, image: str | None, mpi: str | None
-) -> list[str]:
+def srun_argv(ctx: JobContext, rdir: Path, image: str | None, mpi: str | None) -> list[str]:
     """The srun line of one launch over the whole allocation (pyxis flags when containerized).
 
     image is what pyxis gets: an absolute squashfs path (imported URIs included), or None.
@@ -126,7 +124,10 @@ def srun_argv(
             f"--container-env={','.join(container_env_names(ctx))}",
         ]
         # The image's own PYTHONPATH (NeMo, Megatron) stays; perfgate's source goes first.
-        boot = f'export PYTHONPATH={CONTAINER_SRC}${{PYTHONPATH:+:$PYTHONPATH}}; exec python -m perfgate.workload "$0"'
+        boot = (
+            f"export PYTHONPATH={CONTAINER_SRC}${{PYTHONPATH:+:$PYTHONPATH}}; "
+            'exec python -m perfgate.workload "$0"'
+        )
         return [*argv, "bash", "-c", boot, spec]
     return [*argv, ctx.python, "-m", "perfgate.workload", spec]
 
@@ -190,10 +191,13 @@ def new_job_dir(results_dir: str | os.PathLike[str], row_id: str) -> Path:
 def context(row: Row, options: LaunchOptions, job_dir: Path, more_pairs=None) -> JobContext:
     """The pickled argument of the job function for this row and these options."""
     if options.executor not in EXECUTORS:
-        raise ConfigError(f"--executor {options.executor!r}: expected one of {', '.join(EXECUTORS)}")
+        raise ConfigError(
+            f"--executor {options.executor!r}: expected one of {', '.join(EXECUTORS)}"
+        )
     if options.container_runtime not in RUNTIMES:
         raise ConfigError(
-            f"container runtime {options.container_runtime!r}: expected one of {', '.join(RUNTIMES)}"
+            f"container runtime {options.container_runtime!r}: "
+            f"expected one of {', '.join(RUNTIMES)}"
         )
     if options.executor == "local" and row.nodes > 1:
         raise ConfigError(f"row {row.id}: {row.nodes} nodes cannot run on the local executor")
@@ -259,7 +263,9 @@ def sbatch_parameters(row: Row, options: LaunchOptions, ctx: JobContext) -> dict
 
 def submitit_command(folder: str | os.PathLike[str]) -> str:
     """The batch command submitit writes: run the pickled job function in this Python."""
-    return " ".join([shlex.quote(sys.executable), "-u -m submitit.core._submit", shlex.quote(str(folder))])
+    return " ".join(
+        [shlex.quote(sys.executable), "-u -m submitit.core._submit", shlex.quote(str(folder))]
+    )
 
 
 def plan(
