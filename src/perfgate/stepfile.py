@@ -37,6 +37,10 @@ class StepRecord:
     error: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
+    log_path: str | None = None  # the log the steps were parsed from (command backend)
+    log_format: str | None = None  # its format as perfgate.logs detected it
+    log_interval: int = 1  # >1: each step value is an average over that many steps
+    env: dict[str, str] = field(default_factory=dict)  # variables the workload set (no secrets)
 
     def to_series(self, source: str = "steps.json") -> StepSeries:
         """The recorded steps as a StepSeries (format 'perfgate')."""
@@ -48,7 +52,11 @@ class StepRecord:
                 invalid = f"NaN grad norm at step {s.step}"
                 break
         return StepSeries(
-            format="perfgate", steps=steps, source_files=(source,), invalid_reason=invalid
+            format="perfgate",
+            steps=steps,
+            source_files=(source,),
+            log_interval=self.log_interval,
+            invalid_reason=invalid,
         )
 
 

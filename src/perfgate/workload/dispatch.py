@@ -1,0 +1,151 @@
+"""Read the spec, find this rank, run the row's backend, and have rank 0 record the outcome.
+
+Backends are imported lazily by name, so the command backend never imports NeMo and a
+login node can import this module without the NeMo stack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import signal
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from perfgate.errors import ConfigError, PerfgateError
+from perfgate.secrets import redact
+from perfgate.stepfile import StepRecord
+from perfgate.workload.runtime import (
+    STEPS_FILE,
+    RankInfo,
+    Recorder,
+    job_nodes,
+    now_iso,
+    one_line_error,
+    rank_info,
+)
+from perfgate.workload.spec import WorkloadSpec
+
+# backend name (a row's `backend`) -> module with run(spec, rank, recorder)
+BACKENDS: dict[str, str] = {
+    "nemo2": "perfgate.workload.nemo2",
+    "megatron_bridge": "perfgate.workload.megatron_bridge",
+    "automodel": "perfgate.workload.automodel",
+    "command": "perfgate.workload.command",
+}
+
+EXIT_CONFIG = 2  # the spec or the row is wrong: nothing ran
+EXIT_FAILED = 1  # the workload ran and failed
+
+
+class WorkloadFailed(PerfgateError):
+    """The workload ran and failed; exit_code is what this rank exits with."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class Terminated(BaseException):
+    """SIGTERM/SIGINT reached this rank (scancel, time limit, srun killing a failed step)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"terminated by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated(signum)
+
+
+def backend_of(spec: WorkloadSpec, origin: str) -> str:
+    """The row's backend name, checked against the known ones."""
+    backend = spec.row.get("backend", "nemo2")
+    if backend not in BACKENDS:
+        raise ConfigError(
+            f"{origin}: field 'row.backend' is {backend!r}; known: {', '.join(BACKENDS)}"
+        )
+    return backend
+
+
+def _error(rank: RankInfo | None, message: str) -> None:
+    where = f"rank {rank.rank}" if rank else "rank ?"
+    print(f"perfgate.workload ({where}): error: {redact(message)}", file=sys.stderr, flush=True)
+
+
+def run_spec(spec: WorkloadSpec, rank: RankInfo, origin: str = "<spec>") -> int:
+    """Run the spec's backend on this rank; rank 0 records the status. Returns the exit status."""
+    recorder: Recorder | None = None
+    try:
+        backend = backend_of(spec, origin)
+    except ConfigError as e:
+        backend, config_error = str(spec.row.get("backend")), e
+    else:
+        config_error = None
+    if rank.is_rank0:
+        record = StepRecord(
+            row_id=str(spec.row.get("id", "?")),
+            backend=backend,
+            world_size=rank.world_size,
+            nodes=job_nodes(),
+            image=spec.image,
+            mock_data=spec.mock_data,
+            started_at=now_iso(),
+        )
+        recorder = Recorder(Path(spec.output_dir) / STEPS_FILE, record)
+        recorder.update(status="starting")
+    try:
+        if config_error:
+            raise config_error
+        module = importlib.import_module(BACKENDS[backend])
+        module.run(spec, rank, recorder)
+    except WorkloadFailed as e:
+        return _fail(rank, recorder, str(e), e.exit_code)
+    except ConfigError as e:
+        return _fail(rank, recorder, str(e), EXIT_CONFIG)
+    except PerfgateError as e:
+        return _fail(rank, recorder, str(e), EXIT_FAILED)
+    except Terminated as e:
+        return _fail(rank, recorder, str(e), 128 + e.signum)
+    except Exception as e:
+        # Unexpected: keep the traceback in the rank's log for diagnosis, redacted.
+        print(redact(traceback.format_exc()), file=sys.stderr, flush=True)
+        return _fail(rank, recorder, one_line_error(e), EXIT_FAILED)
+    if recorder:
+        recorder.finish("completed")
+    return 0
+
+
+def _fail(rank: RankInfo, recorder: Recorder | None, message: str, code: int) -> int:
+    _error(rank, message)
+    if recorder:
+        recorder.finish("failed", message)
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `python -m perfgate.workload SPEC.json`; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python -m perfgate.workload",
+        description="Run one perfgate workload launch on this rank (inside the container).",
+    )
+    parser.add_argument("spec", help="the workload spec JSON written by the launcher")
+    args = parser.parse_args(argv)
+    rank: RankInfo | None = None
+    try:
+        rank = rank_info()
+        spec = WorkloadSpec.read(args.spec)
+    except PerfgateError as e:
+        _error(rank, str(e))
+        return EXIT_CONFIG
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    for s in previous:
+        signal.signal(s, _raise_terminated)
+    try:
+        return run_spec(spec, rank, origin=args.spec)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

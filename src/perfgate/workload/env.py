@@ -1,0 +1,62 @@
+"""The environment of a workload rank: NVIDIA's defaults, the site's, the row's, the user's.
+
+Order, later wins:
+  1. the defaults NVIDIA's performance scripts set for this backend, GPU and layout;
+  2. the environment the rank inherited (the site's sbatch/srun/container settings);
+  3. the row's `env` (baselines/<gpu>.json);
+  4. the user's `--env` / `--env-file` (spec.env);
+  5. perfgate's own variables (RANK, WORLD_SIZE, LOCAL_RANK, PERFGATE_*).
+Secrets are only ever inherited (2): the spec never holds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from perfgate.errors import ConfigError
+from perfgate.secrets import is_secret
+
+
+def _checked(origin: str, env: Mapping[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if not isinstance(env, Mapping):
+        raise ConfigError(f"{origin}: must be an object of NAME: value, not {type(env).__name__}")
+    for name, value in env.items():
+        if not isinstance(name, str) or not name or "=" in name:
+            raise ConfigError(f"{origin}: invalid environment variable name {name!r}")
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ConfigError(f"{origin}.{name}: value {value!r} must be a string or a number")
+        if is_secret(name):
+            raise ConfigError(
+                f"{origin}.{name}: secrets travel by the job's environment only, not in specs"
+            )
+        out[name] = str(value)
+    return out
+
+
+def merge_env(
+    inherited: Mapping[str, str],
+    defaults: Mapping[str, str] | None = None,
+    row_env: Mapping[str, Any] | None = None,
+    user_env: Mapping[str, Any] | None = None,
+    fixed: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment of a rank, in the documented order (later wins)."""
+    env = dict(defaults or {})
+    env.update(inherited)
+    env.update(_checked("row.env", row_env or {}))
+    env.update(_checked("spec.env", user_env or {}))
+    env.update(fixed or {})
+    return env
+
+
+def applied_env(
+    inherited: Mapping[str, str],
+    defaults: Mapping[str, str] | None = None,
+    row_env: Mapping[str, Any] | None = None,
+    user_env: Mapping[str, Any] | None = None,
+) -> dict[str, str]:
+    """The variables whose value differs from what the rank inherited (for the record)."""
+    merged = merge_env(inherited, defaults, row_env, user_env)
+    return {k: v for k, v in merged.items() if inherited.get(k) != v and not is_secret(k)}

@@ -1,0 +1,180 @@
+"""What every backend shares inside the job: rank discovery, node list, and rank 0's recorder.
+
+Pure stdlib (plus perfgate.stepfile): the command backend must work in any container.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from perfgate import stepfile
+from perfgate.errors import ConfigError
+from perfgate.logs import Step
+from perfgate.secrets import redact
+
+STEPS_FILE = "steps.json"  # in spec.output_dir, written by rank 0 only
+RANK0_LOG = "rank0.log"  # in spec.output_dir: rank 0's tee of a command's output
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    """Where this process sits in the job: global rank, world size, rank on its node."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    source: str  # "torch" (RANK/WORLD_SIZE), "slurm" (SLURM_PROCID/...), or "single"
+
+    @property
+    def is_rank0(self) -> bool:
+        """True on the rank that records steps."""
+        return self.rank == 0
+
+    def env(self) -> dict[str, str]:
+        """The torch.distributed-style variables a child process needs to know its rank."""
+        return {
+            "RANK": str(self.rank),
+            "WORLD_SIZE": str(self.world_size),
+            "LOCAL_RANK": str(self.local_rank),
+        }
+
+
+def _int_env(environ: Mapping[str, str], name: str) -> int:
+    value = environ[name]
+    try:
+        number = int(value)
+    except ValueError:
+        raise ConfigError(f"environment variable {name}={value!r} is not an integer") from None
+    if number < 0:
+        raise ConfigError(f"environment variable {name}={value!r} is negative")
+    return number
+
+
+def rank_info(environ: Mapping[str, str] | None = None) -> RankInfo:
+    """Rank from RANK/WORLD_SIZE/LOCAL_RANK (torchrun), else SLURM_PROCID/NTASKS/LOCALID."""
+    environ = os.environ if environ is None else environ
+    # torchrun's variables win: inside an srun step that starts torchrun, SLURM_PROCID
+    # numbers the launcher, not the worker.
+    for source, (r, w, lr) in (
+        ("torch", ("RANK", "WORLD_SIZE", "LOCAL_RANK")),
+        ("slurm", ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID")),
+    ):
+        if r in environ:
+            rank = _int_env(environ, r)
+            world = _int_env(environ, w) if w in environ else 1
+            local = _int_env(environ, lr) if lr in environ else 0
+            if rank >= world:
+                raise ConfigError(f"environment variable {r}={rank} is not below {w}={world}")
+            return RankInfo(rank, world, local, source)
+    return RankInfo(0, 1, 0, "single")
+
+
+_BRACKET = re.compile(r"^(?P<prefix>[^\[]*)\[(?P<ranges>[^\]]+)\](?P<suffix>.*)$")
+
+
+def expand_nodelist(nodelist: str) -> list[str]:
+    """Expand a Slurm hostlist ('gpu[001-003,007],login1') as `scontrol show hostnames` does."""
+    names: list[str] = []
+    for part in _split_top_level(nodelist):
+        m = _BRACKET.match(part)
+        if not m:
+            names.append(part)
+            continue
+        for rng in m["ranges"].split(","):
+            lo, _, hi = rng.partition("-")
+            if not hi:
+                names.extend(_expand_suffix(m["prefix"] + lo, m["suffix"]))
+                continue
+            width = len(lo)  # zero padding is given by the width of the lower bound
+            for i in range(int(lo), int(hi) + 1):
+                names.extend(_expand_suffix(f"{m['prefix']}{i:0{width}d}", m["suffix"]))
+    return names
+
+
+def _expand_suffix(head: str, suffix: str) -> list[str]:
+    return [head + s for s in expand_nodelist(suffix)] if "[" in suffix else [head + suffix]
+
+
+def _split_top_level(text: str) -> Iterable[str]:
+    depth, start = 0, 0
+    for i, ch in enumerate(text):
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == "," and depth == 0:
+            if text[start:i]:
+                yield text[start:i]
+            start = i + 1
+    if text[start:]:
+        yield text[start:]
+
+
+def job_nodes(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The job's nodes from SLURM_JOB_NODELIST (or SLURM_NODELIST); [] outside Slurm."""
+    environ = os.environ if environ is None else environ
+    nodelist = environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST") or ""
+    return expand_nodelist(nodelist.strip())
+
+
+def now_iso() -> str:
+    """UTC timestamp, second resolution, ISO 8601."""
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def one_line_error(exc: BaseException, limit: int = 500) -> str:
+    """An exception as one redacted line: 'Type: message', cut to limit characters."""
+    text = " ".join(str(exc).split())
+    line = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    line = redact(line)
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+class Recorder:
+    """Rank 0's live steps.json: every change is written atomically at once.
+
+    Thread-safe: the command backend refreshes steps from a watcher thread while the main
+    thread sets the final status.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], record: stepfile.StepRecord) -> None:
+        self.path = Path(path)
+        self.record = record
+        self._lock = threading.Lock()
+
+    def _write(self) -> None:
+        stepfile.write(self.path, self.record)
+
+    def update(self, **fields: Any) -> None:
+        """Set record fields (status, versions, nodes, ...) and write."""
+        with self._lock:
+            for name, value in fields.items():
+                if name not in stepfile.StepRecord.__dataclass_fields__:
+                    raise AttributeError(f"StepRecord has no field {name!r}")
+                setattr(self.record, name, value)
+            self._write()
+
+    def set_steps(self, steps: Iterable[Step]) -> None:
+        """Replace the recorded steps (a re-parse of the whole log) and write."""
+        with self._lock:
+            self.record.steps = [asdict(s) for s in steps]
+            self._write()
+
+    def add_step(self, step: Step) -> None:
+        """Append one finished step and write (so a killed job keeps it)."""
+        with self._lock:
+            self.record.steps.append(asdict(step))
+            self._write()
+
+    def finish(self, status: str, error: str | None = None) -> None:
+        """Final status ('completed' or 'failed'), the redacted one-line error, end time."""
+        with self._lock:
+            self.record.status = status
+            self.record.error = redact(" ".join(error.split())) if error else None
+            self.record.finished_at = now_iso()
+            self._write()
