@@ -60,3 +60,46 @@ def applied_env(
     """The variables whose value differs from what the rank inherited (for the record)."""
     merged = merge_env(inherited, defaults, row_env, user_env)
     return {k: v for k, v in merged.items() if inherited.get(k) != v and not is_secret(k)}
+
+
+BLACKWELL = ("b200", "b300", "gb200", "gb300")
+
+
+def nvidia_defaults(row: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, str]:
+    """The variables NVIDIA's NeMo 2.x performance scripts set for this row's GPU and layout.
+
+    From scripts/performance/executors.py (PERF_ENV_VARS) and NeMo's PerfEnvPlugin: they must
+    be in the environment before CUDA and NCCL start, so the workload sets them before it
+    imports torch.
+    """
+    gpu = str(row.get("gpu", "")).lower()
+    tp, cp, pp = int(row.get("tp", 1)), int(row.get("cp", 1)), int(row.get("pp", 1))
+    env = {
+        "TORCH_NCCL_AVOID_RECORD_STREAMS": "1",
+        "TOKENIZERS_PARALLELISM": "False",
+        "NCCL_NVLS_ENABLE": "0",
+        "NVTE_FLASH_ATTN": "1",
+        "NVTE_FUSED_ATTN": "1",
+        "NEMO_LOG_MEMORY_USAGE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        # PerfEnvPlugin: LayerNorm SM margin so DP communication overlaps, NCCL priority.
+        "NVTE_FWD_LAYERNORM_SM_MARGIN": "16",
+        "NVTE_BWD_LAYERNORM_SM_MARGIN": "16",
+        "TORCH_NCCL_HIGH_PRIORITY": "1",
+    }
+    if gpu != "b200":  # NVIDIA disables it on B200 ("causes an unexpected error")
+        env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    if gpu in ("gb200", "gb300"):
+        env["NCCL_NET_GDR_LEVEL"] = "PHB"  # NCCL <= 2.25
+        env["NCCL_NET_GDR_C2C"] = "1"  # NCCL >= 2.26
+    if tp > 1 or cp > 1:  # program-order kernel launch for TP/CP overlap
+        env["CUDA_DEVICE_MAX_CONNECTIONS"] = "32" if gpu in BLACKWELL else "1"
+    if pp > 1:
+        env["NCCL_P2P_NET_CHUNKSIZE"] = "2097152"
+    if overrides.get("trainer.strategy.ddp.nccl_ub"):  # user-buffer registration
+        env["NCCL_NVLS_ENABLE"] = "1"
+        env["NCCL_CTA_POLICY"] = "1"
+        env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    if overrides.get("model.config.enable_cuda_graph"):
+        env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    return env

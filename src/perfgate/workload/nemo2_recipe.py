@@ -1,0 +1,366 @@
+"""Build the NeMo 2.x recipe of a row exactly as NVIDIA's performance scripts would.
+
+Imports NeMo: call only where it is installed (in the container, in .venv-nemo). The steps
+follow scripts/performance/helpers.py (set_primary_perf_configs, set_exp_logging_configs)
+and the per-model scripts, then apply the row's and the user's overrides by dotted path.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import fiddle as fdl
+import nemo_run as run
+
+from perfgate.errors import ConfigError
+from perfgate.workload.nemo2_models import (
+    deepseek_dispatcher,
+    deepseek_pp_layout,
+    gpu_class,
+    nemo2_model,
+)
+from perfgate.workload.overrides import ADDABLE_CALLBACKS, merged_overrides, suggest
+
+FP8_PLUGINS = {
+    "delayed": "bf16_with_fp8_mixed",
+    "current_scaling": "bf16_with_fp8_current_scaling_mixed",
+    "subchannel_scaling": "bf16_with_fp8_subchannel_scaling_mixed",
+}
+
+
+@dataclass(frozen=True)
+class RecipeInputs:
+    """What besides the row shapes the recipe: steps, overrides, data, where NeMo logs."""
+
+    steps: int = 50
+    overrides: Mapping[str, Any] | None = None  # the user's, applied after the row's
+    log_dir: str | None = None
+    mock_data: bool = False  # fine-tuning on mock data (no checkpoint, no dataset)
+    finetune_data: str | None = None  # llmb checkpoint_and_dataset / NEMO_HOME layout
+
+
+def _params(cfg: fdl.Buildable) -> set[str] | None:
+    """Parameter names the config's class accepts; None when it takes **kwargs."""
+    sig = cfg.__signature_info__.signature
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+        return None
+    return set(sig.parameters)
+
+
+def _class_name(cfg: Any) -> str:
+    fn = getattr(cfg, "__fn_or_cls__", None)
+    return getattr(fn, "__name__", type(cfg).__name__)
+
+
+def set_field(cfg: fdl.Buildable, name: str, value: Any, where: str) -> None:
+    """Set a config field, refusing names its class does not take (fiddle would accept them)."""
+    params = _params(cfg)
+    if params is not None and name not in params:
+        raise ConfigError(
+            f"{where}: {_class_name(cfg)} has no field {name!r}{suggest(name, params)}"
+        )
+    setattr(cfg, name, value)
+
+
+def _import(dotted: str) -> Any:
+    module, _, attr = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), attr)
+
+
+def find_callback(recipe: run.Partial, name: str, add: bool = False) -> fdl.Buildable | None:
+    """The callback config of that class name in trainer.callbacks (added when asked)."""
+    callbacks = recipe.trainer.callbacks
+    if callbacks is None:
+        recipe.trainer.callbacks = callbacks = []
+    for cb in callbacks:
+        if _class_name(cb) == name:
+            return cb
+    if not add:
+        return None
+    if name not in ADDABLE_CALLBACKS:
+        present = [_class_name(c) for c in callbacks]
+        raise ConfigError(
+            f"callback {name!r} is not in the recipe ({', '.join(present)}) and perfgate does "
+            f"not add it; addable: {', '.join(ADDABLE_CALLBACKS)}"
+        )
+    cb = run.Config(_import(ADDABLE_CALLBACKS[name]))
+    callbacks.append(cb)
+    return cb
+
+
+def set_path(recipe: run.Partial, path: str, value: Any, origin: str = "override") -> None:
+    """Set one normalized dotted path on the recipe; a clear error names the bad segment."""
+    parts = path.split(".")
+    node: Any = recipe
+    walked: list[str] = []
+    i = 0
+    while i < len(parts) - 1:
+        seg = parts[i]
+        if walked == ["trainer"] and seg == "callbacks":
+            node = find_callback(recipe, parts[i + 1], add=True)
+            walked += [seg, parts[i + 1]]
+            i += 2
+            continue
+        where = f"{origin} {path!r}"
+        if not isinstance(node, fdl.Buildable):
+            raise ConfigError(f"{where}: {'.'.join(walked)} is {node!r}, not a config object")
+        params = _params(node)
+        if params is not None and seg not in params:
+            raise ConfigError(
+                f"{where}: {_class_name(node)} has no field {seg!r}{suggest(seg, params)}"
+            )
+        child = getattr(node, seg)
+        if not isinstance(child, fdl.Buildable):
+            raise ConfigError(
+                f"{where}: {'.'.join([*walked, seg])} is {child!r}, not a config object"
+            )
+        node = child
+        walked.append(seg)
+        i += 1
+    if not isinstance(node, fdl.Buildable):
+        raise ConfigError(f"{origin} {path!r}: {'.'.join(walked)} is not a config object")
+    set_field(node, parts[-1], value, f"{origin} {path!r}")
+
+
+def _try_set(cfg: fdl.Buildable, name: str, value: Any) -> None:
+    """Set where this NeMo/Megatron-Core version has the field (as NVIDIA's scripts do)."""
+    params = _params(cfg)
+    if params is None or name in params:
+        setattr(cfg, name, value)
+
+
+def _recipe_fn(row: Mapping[str, Any], inputs: RecipeInputs) -> run.Partial:
+    model = nemo2_model(str(row["model"]))
+    module = importlib.import_module(f"nemo.collections.llm.recipes.{model.recipe}")
+    task = row["task"]
+    if task == "pretrain":
+        fn = module.pretrain_recipe
+        kwargs: dict[str, Any] = {"performance_mode": True}
+    else:
+        fn = getattr(module, "finetune_recipe", None)
+        if fn is None:
+            raise ConfigError(f"model {row['model']!r}: NeMo has no finetune_recipe for it")
+        kwargs = {
+            "peft_scheme": "lora" if task == "lora" else "none",
+            "performance_mode": True,
+            "packed_sequence": not inputs.mock_data,
+            "seq_length": int(row["seq_len"]),
+        }
+    accepted = inspect.signature(fn).parameters
+    return fn(**{k: v for k, v in kwargs.items() if k in accepted})
+
+
+def _null_tokenizer(vocab_size: int) -> run.Config:
+    from nemo.collections.common.tokenizers.tokenizer_utils import get_nmt_tokenizer
+
+    return run.Config(
+        get_nmt_tokenizer, library="null", model_name="NullTokenizer", vocab_size=vocab_size
+    )
+
+
+def _hf_tokenizer(hf_id: str) -> run.Config:
+    from nemo.collections.common.tokenizers.huggingface.auto_tokenizer import AutoTokenizer
+
+    return run.Config(AutoTokenizer, pretrained_model_name=hf_id, use_fast=True)
+
+
+def _comm_overlap(recipe: run.Partial) -> fdl.Buildable | None:
+    return find_callback(recipe, "MegatronCommOverlapCallback")
+
+
+def _set_layout(recipe: run.Partial, row: Mapping[str, Any], steps: int) -> None:
+    """set_primary_perf_configs: trainer, batch, parallel sizes, no validation."""
+    from nemo.collections.llm.gpt.data.mock import MockDataModule
+
+    num_gpus, per_node = int(row["num_gpus"]), int(row["gpus_per_node"])
+    nodes = num_gpus // per_node if num_gpus >= per_node else 1
+    tp, pp, cp = int(row.get("tp", 1)), int(row.get("pp", 1)), int(row.get("cp", 1))
+    vp = row.get("vp")
+    trainer, strategy = recipe.trainer, recipe.trainer.strategy
+    trainer.num_nodes = nodes
+    trainer.devices = min(num_gpus, per_node)
+    trainer.max_steps = steps
+    trainer.val_check_interval = steps
+    trainer.limit_val_batches = 0
+    recipe.data.micro_batch_size = int(row["mbs"])
+    recipe.data.global_batch_size = int(row["gbs"])
+    recipe.data.seq_length = int(row["seq_len"])
+    set_field(recipe.model.config, "seq_length", int(row["seq_len"]), "row field 'seq_len'")
+    if recipe.data.__fn_or_cls__ is MockDataModule:
+        recipe.data.num_train_samples = steps * int(row["gbs"])  # one epoch for the run
+    strategy.tensor_model_parallel_size = tp
+    strategy.pipeline_model_parallel_size = pp
+    strategy.context_parallel_size = cp
+    strategy.virtual_pipeline_model_parallel_size = None if vp in (None, 1) else int(vp)
+    strategy.expert_model_parallel_size = int(row.get("ep", 1))
+    strategy.expert_tensor_parallel_size = row.get("etp")
+    strategy.sequence_parallel = tp > 1
+    overlap = _comm_overlap(recipe)
+    dp = num_gpus // (tp * pp * cp)
+    if overlap is not None:
+        overlap.overlap_param_gather_with_optimizer_step = bool(dp > 1 and pp > 1 and vp and vp > 1)
+    config = recipe.model.config
+    _try_set(config, "use_te_activation_func", False)
+    _try_set(config, "activation_func_fp8_input_store", False)
+    config.cross_entropy_fusion_impl = "te"
+
+
+def _set_precision(recipe: run.Partial, row: Mapping[str, Any]) -> None:
+    """set_precision_configs: the MegatronMixedPrecision plugin of the row's precision."""
+    from nemo.collections.llm.recipes.precision import mixed_precision
+
+    precision, fp8_recipe = row["precision"], row.get("fp8_recipe")
+    if precision == "bf16":
+        recipe.optim.config.use_precision_aware_optimizer = True
+    elif precision == "fp8":
+        name = FP8_PLUGINS.get(fp8_recipe or "delayed")
+        if name is None or not hasattr(mixed_precision, name):
+            raise ConfigError(
+                f"field 'fp8_recipe' is {fp8_recipe!r}: this NeMo offers "
+                f"{', '.join(k for k, v in FP8_PLUGINS.items() if hasattr(mixed_precision, v))}"
+            )
+        recipe.trainer.plugins = getattr(mixed_precision, name)()
+        if fp8_recipe == "current_scaling":
+            recipe.trainer.plugins.first_last_layers_bf16 = False  # as NVIDIA benchmarks it
+    elif precision == "mxfp8":
+        recipe.trainer.plugins = mixed_precision.bf16_with_mxfp8_mixed()
+        overlap = _comm_overlap(recipe)
+        if overlap is not None:  # not supported with reuse_grad_buf_for_mxfp8_param_ag
+            overlap.overlap_param_gather = False
+    else:
+        offered = [n for n in dir(mixed_precision) if n.startswith("bf16_with_")]
+        raise ConfigError(
+            f"field 'precision' is {precision!r}: this NeMo's recipes offer no such precision "
+            f"plugin ({', '.join(offered)})"
+        )
+    recipe.trainer.plugins.grad_reduce_in_fp32 = False
+
+
+def _set_perf(recipe: run.Partial, row: Mapping[str, Any], overrides: Mapping[str, Any]) -> None:
+    """set_perf_optimization_configs: CUDA graphs, Megatron FSDP, DDP checks off."""
+    strategy, ddp = recipe.trainer.strategy, recipe.trainer.strategy.ddp
+    cuda_graphs = bool(overrides.get("model.config.enable_cuda_graph", False))
+    if row.get("fsdp") and cuda_graphs:
+        raise ConfigError("row asks for FSDP and CUDA graphs: NeMo does not support both")
+    recipe.model.config.enable_cuda_graph = cuda_graphs
+    strategy.use_te_rng_tracker = cuda_graphs
+    packed = getattr(recipe.data, "packed_sequence_specs", None)
+    if row["task"] == "lora" and isinstance(packed, fdl.Buildable):
+        packed.pad_cu_seqlens = cuda_graphs
+    if row.get("fsdp"):
+        if not isinstance(ddp, fdl.Buildable):
+            raise ConfigError(f"row asks for FSDP but the recipe's DDP is {ddp!r}, not a config")
+        recipe.model.config.init_model_with_meta_device = True
+        strategy.fsdp = "megatron"
+        ddp.data_parallel_sharding_strategy = "optim_grads_params"
+        recipe.model.config.gradient_accumulation_fusion = False
+        overlap = _comm_overlap(recipe)
+        if overlap is not None and getattr(overlap, "defer_embedding_wgrad_compute", False):
+            overlap.defer_embedding_wgrad_compute = False
+    _set_precision(recipe, row)
+    if row.get("fsdp") and recipe.trainer.plugins.grad_reduce_in_fp32:
+        ddp.average_in_collective = False
+    strategy.use_sharp = False
+    if isinstance(ddp, fdl.Buildable):  # fine-tuning recipes may name the DDP by a string
+        ddp.check_for_nan_in_grad = False
+        ddp.check_for_large_grads = False
+        ddp.nccl_ub = False
+        ddp.fsdp_double_buffer = False
+        _try_set(ddp, "keep_fp8_transpose_cache", False)
+
+
+def _set_logging(recipe: run.Partial, row: Mapping[str, Any], log_dir: str | None) -> None:
+    """set_exp_logging_configs: FLOPs callback (pretrain), no TensorBoard, no checkpoints."""
+    from nemo.lightning.pytorch.callbacks.flops_callback import FLOPsMeasurementCallback
+
+    model = nemo2_model(str(row["model"]))
+    if row["task"] == "pretrain":
+        recipe.trainer.callbacks.append(
+            run.Config(
+                FLOPsMeasurementCallback,
+                model_config=recipe.model.config,
+                data_config=recipe.data,
+                model_name=model.flops_name,
+            )
+        )
+    recipe.log.tensorboard = None
+    recipe.trainer.logger = False
+    recipe.log.ckpt = None
+    recipe.log.log_dir = log_dir
+    recipe.trainer.enable_checkpointing = False
+    recipe.trainer.log_every_n_steps = 1
+
+
+def _set_model_specifics(recipe: run.Partial, row: Mapping[str, Any]) -> None:
+    """What each scripts/performance/llm/<model>.py adds after the common helpers."""
+    model = nemo2_model(str(row["model"]))
+    for path, value in model.settings.items():
+        set_path(recipe, path, value, origin=f"nemo2 model setting of {row['model']}")
+    if row["model"] == "deepseek_v3":
+        for path, value in deepseek_dispatcher(str(row["gpu"])).items():
+            set_path(recipe, path, value, origin="nemo2 model setting of deepseek_v3")
+        layout = deepseek_pp_layout(int(row.get("pp", 1)), row.get("vp"))
+        recipe.trainer.strategy.pipeline_model_parallel_layout = layout
+        find_callback(recipe, "MegatronEnableExperimentalCallback", add=True)
+    dtype = "bf16" if row["precision"] == "bf16" else "fp8"
+    ub_name = model.tp_overlap.get((gpu_class(str(row["gpu"])), dtype))
+    overlap = _comm_overlap(recipe)
+    if ub_name and overlap is not None and row["task"] == "pretrain":
+        import fiddle._src.experimental.dataclasses as fdl_dc
+        from nemo.collections.llm.recipes.tp_overlap_configs import userbuffers
+
+        cfg = getattr(userbuffers, ub_name)
+        overlap.tp_comm_overlap_cfg = fdl.cast(
+            run.Config, fdl_dc.convert_dataclasses_to_configs(cfg)
+        )
+
+
+def _set_data(recipe: run.Partial, row: Mapping[str, Any], inputs: RecipeInputs) -> None:
+    """Mock data with a NullTokenizer (pretrain, mock fine-tuning), else SQuAD + HF tokenizer."""
+    from nemo.collections.llm.gpt.data.mock import MockDataModule
+
+    model = nemo2_model(str(row["model"]))
+    if row["task"] != "pretrain" and inputs.mock_data:
+        recipe.data = run.Config(
+            MockDataModule,
+            seq_length=int(row["seq_len"]),
+            micro_batch_size=int(row["mbs"]),
+            global_batch_size=int(row["gbs"]),
+            num_train_samples=inputs.steps * int(row["gbs"]),
+        )
+        recipe.resume = None  # random weights: the step time does not depend on their values
+    if row["task"] == "pretrain" or inputs.mock_data:
+        recipe.data.tokenizer = _null_tokenizer(model.vocab_size)
+        recipe.model.tokenizer = recipe.data.tokenizer
+        return
+    if model.hf_id is None:
+        raise ConfigError(f"model {row['model']!r}: no Hugging Face checkpoint id to fine-tune")
+    recipe.data.tokenizer = _hf_tokenizer(model.hf_id)
+    if inputs.finetune_data:
+        recipe.data.dataset_root = f"{inputs.finetune_data.rstrip('/')}/datasets/squad"
+    recipe.optim.config.use_distributed_optimizer = True
+    recipe.model.config.disable_parameter_transpose_cache = True
+
+
+def build_recipe(row: Mapping[str, Any], inputs: RecipeInputs | None = None) -> run.Partial:
+    """The recipe NVIDIA's scripts would run for this row, plus the row's and user's overrides."""
+    inputs = inputs or RecipeInputs()
+    overrides = merged_overrides(row.get("overrides") or {}, inputs.overrides or {})
+    recipe = _recipe_fn(row, inputs)
+    _set_data(recipe, row, inputs)
+    _set_layout(recipe, row, inputs.steps)
+    _set_perf(recipe, row, overrides)
+    _set_logging(recipe, row, inputs.log_dir)
+    _set_model_specifics(recipe, row)
+    apply_overrides(recipe, overrides)
+    return recipe
+
+
+def apply_overrides(recipe: run.Partial, overrides: Mapping[str, Any]) -> None:
+    """Apply normalized overrides in order; the first unknown path is a ConfigError."""
+    for path, value in overrides.items():
+        set_path(recipe, path, value)

@@ -1,0 +1,135 @@
+"""Overrides by dotted path on a recipe: parse, normalize, apply (with NeMo) or check (without).
+
+Paths are the recipe's own attribute paths, as NVIDIA's tuning guide writes them, with the
+`recipe.` prefix optional:
+
+    model.config.enable_cuda_graph=true
+    trainer.strategy.ddp.overlap_grad_reduce=false
+    trainer.plugins.fp8_param_gather=true
+    trainer.callbacks.GarbageCollectionCallback.gc_interval_train=50
+    trainer.callbacks.MegatronCommOverlapCallback.tp_comm_overlap_cfg.proj_fprop.num_sm=24
+
+A callback is addressed by its class name (`callbacks.X` is short for `trainer.callbacks.X`);
+setting a field of a callback the recipe lacks adds it when perfgate knows how (nsys,
+memory profile, token drop, ...). Values are JSON (true, 3, 1e-4, "p2p", null, [..]); a
+bare word is a string. This module is pure Python: a login node without NeMo checks paths
+against the snapshot in nemo2_paths.json, which a contract test proves current.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from perfgate.errors import ConfigError
+
+# Callbacks perfgate adds when an override names one the recipe lacks: name -> import path.
+_CB = "nemo.lightning.pytorch.callbacks"
+ADDABLE_CALLBACKS: dict[str, str] = {
+    "NsysCallback": f"{_CB}.nsys.NsysCallback",
+    "MemoryProfileCallback": f"{_CB}.memory_profiler.MemoryProfileCallback",
+    "GarbageCollectionCallback": f"{_CB}.garbage_collection.GarbageCollectionCallback",
+    "MegatronCommOverlapCallback": f"{_CB}.megatron_comm_overlap.MegatronCommOverlapCallback",
+    "MegatronTokenDropCallback": f"{_CB}.moe_token_drop.MegatronTokenDropCallback",
+    "MegatronEnableExperimentalCallback": (
+        f"{_CB}.megatron_enable_experimental_callback.MegatronEnableExperimentalCallback"
+    ),
+}
+TOP_LEVEL = ("model", "data", "trainer", "log", "resume", "optim")
+
+
+def parse_value(text: Any) -> Any:
+    """A CLI value as JSON where it parses (true, 3, null, [1,2]); else the string itself."""
+    if not isinstance(text, str):
+        return text
+    stripped = text.strip()
+    aliases = {"True": True, "False": False, "None": None}  # Python spellings people type
+    if stripped in aliases:
+        return aliases[stripped]
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        return text
+
+
+def normalize_path(path: str) -> str:
+    """Drop a leading `recipe.` and expand `callbacks.` to `trainer.callbacks.`."""
+    if not isinstance(path, str) or not path.strip():
+        raise ConfigError(f"override path {path!r} is empty")
+    p = path.strip()
+    if p.startswith("recipe."):
+        p = p[len("recipe.") :]
+    if p.startswith("callbacks."):
+        p = "trainer." + p
+    parts = p.split(".")
+    if any(not part for part in parts):
+        raise ConfigError(f"override path {path!r} has an empty segment")
+    if parts[0] not in TOP_LEVEL:
+        raise ConfigError(
+            f"override path {path!r} must start with one of {', '.join(TOP_LEVEL)} "
+            "(optionally prefixed by 'recipe.') or 'callbacks.'"
+        )
+    return p
+
+
+def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
+    """`path=value` strings (e.g. from --override) to {normalized path: parsed value}."""
+    out: dict[str, Any] = {}
+    for item in items:
+        path, sep, value = str(item).partition("=")
+        if not sep:
+            raise ConfigError(f"--override {item!r}: expected PATH=VALUE")
+        out[normalize_path(path)] = parse_value(value)
+    return out
+
+
+def merged_overrides(
+    row_overrides: Mapping[str, Any], user_overrides: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The row's overrides, then the user's (later wins), with normalized paths."""
+    out: dict[str, Any] = {}
+    for source in (row_overrides, user_overrides):
+        for path, value in source.items():
+            out[normalize_path(path)] = parse_value(value)
+    return out
+
+
+def suggest(name: str, candidates: Iterable[str]) -> str:
+    """' (did you mean X?)' for the closest candidate, or ''."""
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_against_snapshot(
+    overrides: Mapping[str, Any], valid_paths: Mapping[str, str], origin: str
+) -> None:
+    """Raise a ConfigError for the first path the snapshot does not know (no NeMo needed).
+
+    valid_paths maps each settable leaf path to its default's type name; a path under a
+    config-valued leaf (e.g. a tp_comm_overlap_cfg set by the override itself) is accepted
+    when its parent is a known path.
+    """
+    for path in overrides:
+        if path in valid_paths:
+            continue
+        parent = path.rsplit(".", 1)[0]
+        if _under_settable_object(parent, valid_paths):
+            continue
+        siblings = [p.rsplit(".", 1)[-1] for p in valid_paths if p.rsplit(".", 1)[0] == parent]
+        if siblings:
+            hint = suggest(path.rsplit(".", 1)[-1], siblings)
+            raise ConfigError(f"{origin}: override {path!r}: no such field{hint}")
+        raise ConfigError(f"{origin}: override {path!r}: no such path{suggest(path, valid_paths)}")
+
+
+def _under_settable_object(parent: str, valid_paths: Mapping[str, str]) -> bool:
+    # A path below a leaf whose value the snapshot records as a config object (e.g.
+    # trainer.callbacks.MegatronCommOverlapCallback.tp_comm_overlap_cfg when it is None by
+    # default) cannot be checked without NeMo: accept it here, NeMo checks it in the job.
+    while "." in parent:
+        if valid_paths.get(parent) in ("NoneType", "Config"):
+            return True
+        parent = parent.rsplit(".", 1)[0]
+    return False
