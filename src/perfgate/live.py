@@ -12,12 +12,11 @@ import time
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from perfgate.catalog import Row
-from perfgate.launch.types import LaunchOptions, RunResult
+from perfgate.launch.types import JobStatus, LaunchOptions, RunResult
 
 POLL_S = 15.0
 
@@ -32,29 +31,6 @@ def say(config: pytest.Config, line: str) -> None:
     with ctx:
         tr.ensure_newline()
         tr.write_line(line)
-
-
-def _fmt_time(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    m, s = divmod(int(seconds), 60)
-    h, m = divmod(m, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
-
-
-def status_line(st: Any) -> str:
-    """One status of LaunchSession.poll() in words."""
-    g = lambda name: getattr(st, name, None)  # noqa: E731 - statuses are launch's dataclass
-    state = str(g("state") or "?")
-    parts = [f"perfgate: {g('row_id')}", f"job {g('job_id') or '-'}", state.lower()]
-    if g("reason") and state.upper() in ("PENDING", "QUEUED", "CONFIGURING"):
-        parts[-1] += f" ({g('reason')})"
-    if g("step") is not None:
-        total = f"/{g('total_steps')}" if g("total_steps") else ""
-        parts.append(f"step {g('step')}{total}")
-    if g("time_left_s") is not None:
-        parts.append(f"{_fmt_time(g('time_left_s'))} left")
-    return ", ".join(parts)
 
 
 class LiveRunner:
@@ -75,46 +51,54 @@ class LiveRunner:
         self._announce = announce
         self._poll_s = poll_s
         self._submitted: set[str] = set()
-        self._consumed: set[str] = set()
-        self._last: dict[str, str] = {}
+        self._shown: dict[str, tuple] = {}
+        self._handlers = False
 
-    def submit(self, rows: Iterable[Row]) -> None:
+    def install_signal_handlers(self) -> None:
+        """SIGINT/SIGTERM cancel every job of the session (only in the main thread)."""
+        try:
+            self._session.install_signal_handlers()
+            self._handlers = True
+        except ValueError:  # not the main thread (e.g. an embedding runner)
+            pass
+
+    def submit(self, rows: Iterable[Row], test_ids: dict[str, str] | None = None) -> None:
         """Submit the rows not submitted yet (the session caps concurrency)."""
         new = [r for r in rows if r.id not in self._submitted]
         if new:
-            self._session.submit_all(new)
+            self._session.submit_all(new, test_ids=test_ids)
             self._submitted.update(r.id for r in new)
 
-    def _show(self) -> bool:
-        changed = False
-        for st in self._session.poll():
-            line = status_line(st)
-            key = str(getattr(st, "row_id", ""))
-            # Time left changes every poll: report a running job again only on a new step.
-            fingerprint = line.split(", ")[2:4].__str__()
-            if self._last.get(key) != fingerprint:
-                self._last[key] = fingerprint
-                self._announce(line)
-                changed = True
-        return changed
+    def _show(self) -> dict[str, JobStatus]:
+        """Poll every job and print the ones whose state, reason, run or step changed."""
+        statuses = {st.row_id: st for st in self._session.poll()}
+        for rid, st in statuses.items():
+            # Time left changes on every poll: it is shown, not a reason to print again.
+            key = (st.job_id, st.state, st.reason, st.run, st.step, st.done)
+            if self._shown.get(rid) != key:
+                self._shown[rid] = key
+                self._announce(f"perfgate: {st.line()}")
+        return statuses
 
-    def wait(self, row: Row) -> RunResult:
-        """Block until this row's job is done, printing job states as they change."""
-        self.submit([row])
-        while not self._session.done(row.id):
-            self._show()
+    def wait(self, row: Row, test_id: str | None = None) -> RunResult:
+        """Block until this row's job is over, printing job states as they change."""
+        self.submit([row], {row.id: test_id} if test_id else None)
+        while True:
+            st = self._show().get(row.id)
+            if st is None or st.done:
+                break
             time.sleep(self._poll_s)
-        self._show()
-        self._consumed.add(row.id)
         return self._session.result(row.id)
 
-    def cancel_unconsumed(self) -> list[str]:
-        """Cancel jobs whose rows never ran (e.g. -x stopped the session); returns their ids."""
-        left = sorted(self._submitted - self._consumed)
-        if left:
-            self._session.cancel(left)
-        return left
+    def finish(self) -> list[str]:
+        """At the end of the session: cancel jobs whose rows never ran (e.g. -x stopped
+        the session) and restore signal handlers; returns the cancelled job ids."""
+        try:
+            return self._session.cancel_all() if self._submitted else []
+        finally:
+            if self._handlers:
+                self._session.restore_signal_handlers()
 
-    def cancel_all(self) -> None:
+    def cancel_all(self) -> list[str]:
         """Cancel every job of the session (interrupt)."""
-        self._session.cancel_all()
+        return self._session.cancel_all()

@@ -92,7 +92,7 @@ class PerfgateState:
 
     # --- the three modes --------------------------------------------------------------------
 
-    def start(self, rows: list[Row]) -> None:
+    def start(self, rows: list[Row], test_ids: dict[str, str] | None = None) -> None:
         """At the start of the test loop: build the replay index or submit every row."""
         s = self.settings
         if s.mode == "replay":
@@ -102,7 +102,8 @@ class PerfgateState:
                 s.launch, s.results_dir, resume=s.resume, announce=lambda m: say(self.config, m)
             )
             if not self.is_worker:
-                self.runner.submit(rows)
+                self.runner.install_signal_handlers()
+                self.runner.submit(rows, test_ids)
 
     def evaluate(self, item: pytest.Item, row: Row) -> Evaluation:
         """The evaluation of one row in the session's mode (may skip the test)."""
@@ -121,14 +122,14 @@ class PerfgateState:
         else:
             if self.runner is None:
                 self.start([row])
-            result = self.runner.wait(row)  # type: ignore[union-attr]
+            result = self.runner.wait(row, item.nodeid)  # type: ignore[union-attr]
         return verdicts.evaluate(row, result, source=s.mode, window=s.window, tolerance=s.tolerance)
 
     def _dry_run(self, row: Row, info: dict[str, Any]) -> Evaluation:
         from perfgate import launch, workload
 
         s = self.settings
-        plan = launch.plan(row, s.launch, results_dir=s.results_dir)
+        plan = launch.plan(row, s.launch)
         info["plan"] = plan
         info["description"] = workload.describe(row, s.launch.overrides)
         msg = (
@@ -240,9 +241,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
     """Before the first test: index the replay folder or submit every selected row."""
     if not session.config.option.collectonly:
-        rows = [r for r in map(selection.row_of, session.items) if r is not None]
-        if rows:
-            session.config.stash[STATE].start(rows)
+        pairs = [(r, item.nodeid) for item in session.items if (r := selection.row_of(item))]
+        if pairs:
+            session.config.stash[STATE].start([r for r, _ in pairs], {r.id: n for r, n in pairs})
     return (yield)
 
 
@@ -394,9 +395,9 @@ class SessionHooks:
         """Cancel jobs nobody waited for, update baselines if asked, stamp results.json."""
         state = self.state
         if state.runner is not None:
-            left = state.runner.cancel_unconsumed()
+            left = state.runner.finish()
             if left:
-                say(state.config, f"perfgate: cancelled {len(left)} job(s) of rows that never ran")
+                say(state.config, f"perfgate: cancelled job(s) of rows that never ran: {left}")
         if state.is_worker:
             return
         if state.settings.update_baselines:

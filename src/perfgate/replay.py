@@ -29,8 +29,8 @@ from pathlib import Path
 from perfgate import logs, stepfile
 from perfgate.catalog import Row
 from perfgate.errors import PerfgateError
+from perfgate.launch import diagnose
 from perfgate.launch.types import Diagnosis, RunRecord, RunResult
-from perfgate.secrets import redact
 
 GPU_NAMES = ("h100", "h200", "b200", "gb200", "b300", "gb300")
 LOG_SUFFIXES = (".out", ".log", ".txt", ".err")
@@ -48,7 +48,6 @@ _NUM_TOKEN = re.compile(
     r"|(?P<val2>\d+)(?P<key2>nodes|mbs|gbs|gpus?))$"
 )
 _JOB_ID = re.compile(r"_(\d{3,})_\d+$")  # nemo_run logs: log-<acct>.<exp>_<jobid>_<n>.out
-TAIL_LINES = 40
 
 
 @dataclass(frozen=True)
@@ -210,14 +209,16 @@ def _has_steps(path: Path) -> bool:
     return True
 
 
-def _tail(paths: Sequence[Path], n: int = TAIL_LINES) -> str:
-    lines: list[str] = []
-    for p in paths:
-        try:
-            lines += p.read_bytes().decode("utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
-    return redact("\n".join(lines[-n:]))
+def _diagnose(files: Sequence[Path], series: logs.StepSeries | None, parse_error: str | None):
+    """Hard evidence (CUDA OOM, NCCL, NaN, container) in the logs, else why nothing was judged."""
+    texts = [(str(f), diagnose.read_log(f)) for f in reversed(files)]  # the last segment first
+    d = diagnose.diagnose(None, None, texts, series)
+    if d is None or d.cause != "TOO_FEW_STEPS" or series is not None:
+        return d
+    exc = diagnose.find_exception(texts)
+    if exc is not None:
+        return Diagnosis("WORKLOAD_EXCEPTION", f"the workload raised: {exc[0]}", exc[0], d.log_tail)
+    return Diagnosis("TOO_FEW_STEPS", parse_error or d.message, None, d.log_tail)
 
 
 def load(row: Row, files: Sequence[Path]) -> RunResult:
@@ -254,7 +255,9 @@ def load(row: Row, files: Sequence[Path]) -> RunResult:
     try:
         series = logs.parse_files(list(files))
     except PerfgateError as e:
-        diag = Diagnosis("TOO_FEW_STEPS", str(e), log_tail=_tail(files))
+        diag = _diagnose(files, None, str(e))
         return RunResult(row.id, job_id, "REPLAY", log_paths=paths, diagnosis=diag)
+    # A log may hold steps and still end in a CUDA OOM or an NCCL timeout: that run failed.
+    diag = _diagnose(files, series, None)
     run = RunRecord(image=None, label="baseline", series=series, log_path=paths[-1])
-    return RunResult(row.id, job_id, "REPLAY", runs=(run,), log_paths=paths)
+    return RunResult(row.id, job_id, "REPLAY", runs=(run,), log_paths=paths, diagnosis=diag)
