@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Benchmark perfgate.logs.parse_files on a synthetic all-rank log of a 1000-GPU job.
+
+The log imitates `srun -l` output of a Megatron-Bridge run with NCCL_DEBUG=INFO: every line
+carries its rank label, NCCL INFO lines (real line shapes) are well over 90% of the bytes,
+banners carry invalid UTF-8, rank 0 prints `Step Time` lines and the last rank the iteration
+lines, and dp-rank-0 ranks print memory reports. It is written to a temp dir, parsed, and
+the steps found are checked against the ones written.
+
+    python scripts/bench_parse.py [--size-mb 400] [--ranks 1000] [--steps 200] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from perfgate import logs
+from perfgate.logformats import MARKERS
+from perfgate.logscan import LineScanner
+
+NCCL_SHAPES = (
+    "{host}:{pid}:{pid} [{lr}] NCCL INFO Channel {c:02d}/0 : {r}[{lr}] -> {n}[{nl}] via P2P/IPC",
+    "{host}:{pid}:{pid} [{lr}] NCCL INFO Channel {c:02d}/1 : {r}[{lr}] -> {n}[{nl}] [send] via "
+    "NET/IB/0/GDRDMA",
+    "{host}:{pid}:{pid} [{lr}] NCCL INFO Connected all rings, use ring PXN 0 GDR 1",
+    "{host}:{pid}:{pid} [{lr}] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB/SHARP [1]mlx5_1:1/IB/SHARP"
+    " [2]mlx5_4:1/IB/SHARP [3]mlx5_5:1/IB/SHARP [RO]; OOB eth0:10.240.179.204<0>",
+    "{host}:{pid}:{pid} [{lr}] NCCL INFO comm 0x{c:x}a1f0 rank {r} nRanks {world} nNodes "
+    "{nodes} localRanks 8 localRank {lr} MNNVL 0",
+    "{host}:{pid}:{pid} [{lr}] NCCL INFO Trees [0] {n}/-1/-1->{r}->{p} [1] {n}/-1/-1->{r}->{p}",
+)
+ITERATION = (
+    " [2026-03-27 23:{mm:02d}:{ss:02d}] iteration {it:8d}/{total:8d} | consumed samples: "
+    "{cs:12d} | elapsed time per iteration (ms): {ms:.1f} | learning rate: 3.000000E-05 | "
+    "global batch size:  2048 | lm loss: {loss:.6E} | loss scale: 1.0 | grad norm: 0.352 | "
+    "number of skipped iterations:   0 | number of nan iterations:   0 |"
+)
+STEP_TIME = "Step Time : {s:.2f}s GPU utilization: 1190.8MODEL_TFLOP/s/GPU"
+MEMORY = (
+    "[Rank {r}] (after 1 iterations) memory (GB) | mem-allocated-gigabytes: 50.804 | "
+    "mem-max-allocated-gigabytes: 116.45 | mem-max-reserved-gigabytes: 127.05 | "
+    "mem-alloc-retires: 0 | mem-allocated-count: 594"
+)
+
+
+def flood_block(ranks: int, rng: random.Random, target_bytes: int) -> bytes:
+    """NCCL INFO lines from random ranks, srun-labeled, with a non-UTF-8 banner now and then."""
+    lines = []
+    size = 0
+    while size < target_bytes:
+        r = rng.randrange(ranks)
+        lr = r % 8
+        shape = rng.choice(NCCL_SHAPES)
+        line = f"{r}: " + shape.format(
+            host=f"pool0-{r // 8:04d}",
+            pid=1000 + lr,
+            lr=lr,
+            r=r,
+            n=(r + 1) % ranks,
+            nl=(lr + 1) % 8,
+            p=(r - 1) % ranks,
+            c=rng.randrange(32),
+            world=ranks,
+            nodes=ranks // 8,
+        )
+        data = line.encode() + b"\n"
+        if rng.random() < 0.001:
+            data += f"{r}: ".encode() + b"\x1b[1;32m\xff\xfe DeepEP \x80\x81 banner\x1b[0m\n"
+        lines.append(data)
+        size += len(data)
+    return b"".join(lines)
+
+
+def write_log(path: Path, size_mb: int, ranks: int, steps: int, seed: int = 0) -> list[float]:
+    """Write the synthetic log; return the step times (s) it holds, in step order."""
+    rng = random.Random(seed)
+    per_step = max(1, size_mb * (1 << 20) // (steps + 1))
+    blocks = [flood_block(ranks, rng, per_step) for _ in range(4)]
+    last = ranks - 1
+    times = []
+    with path.open("wb") as f:
+        f.write(blocks[0])
+        for k in range(steps):
+            ms = round(5650.0 + rng.gauss(0, 25) + (38000.0 if k == 0 else 0.0), 1)
+            times.append(float(f"{ms:.1f}e-3"))  # the iteration line's ms value, in s
+            f.write(f"0: {STEP_TIME.format(s=ms / 1000)}\n".encode())
+            f.write(blocks[(k + 1) % 4])
+            line = ITERATION.format(
+                mm=(k // 60) % 60,
+                ss=k % 60,
+                it=k + 1,
+                total=steps,
+                cs=2048 * (k + 1),
+                ms=ms,
+                loss=12.0 / (k + 1),
+            )
+            f.write(f"{last}: {line}\n".encode())
+            if k == 0:
+                for r in range(0, ranks, max(1, ranks // 8)):
+                    f.write(f"{r}: {MEMORY.format(r=r)}\n".encode())
+    return times
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Generate, parse, check, and print MB/s."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size-mb", type=int, default=400)
+    ap.add_argument("--ranks", type=int, default=1000)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--repeat", type=int, default=3, help="parse this many times; best is kept")
+    ap.add_argument("--dir", default=None, help="where to write the log (default: a temp dir)")
+    args = ap.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        path = Path(tmp) / "slurm-allranks.out"
+        t0 = time.perf_counter()
+        expected = write_log(path, args.size_mb, args.ranks, args.steps)
+        size = path.stat().st_size
+        print(
+            f"wrote {size / 1e6:.0f} MB ({args.ranks} ranks, {args.steps} steps) "
+            f"in {time.perf_counter() - t0:.1f} s: {path}"
+        )
+        best = float("inf")
+        series = None
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            series = logs.parse_files([path])
+            best = min(best, time.perf_counter() - t0)
+        assert series is not None
+        found = series.step_times
+        assert len(found) == args.steps, f"found {len(found)} of {args.steps} steps"
+        assert found == expected, "step times differ from the ones written"
+        assert [s.step for s in series.steps] == list(range(args.steps))
+        assert series.steps[0].mem_peak_gib is not None
+        print(
+            f"parse_files: {best:.2f} s best of {args.repeat}, {size / 1e6 / best:.0f} MB/s "
+            f"(page cache warm), {len(found)} steps found, format {series.format}, "
+            f"cpu {os.cpu_count()}, python {sys.version.split()[0]}"
+        )
+        # Until the first step record the format is unknown and every marker is searched:
+        # the speed over an init-time NCCL flood that precedes the first step.
+        best_scan = float("inf")
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            with path.open("rb") as f:
+                n = sum(1 for _ in LineScanner(f))
+            best_scan = min(best_scan, time.perf_counter() - t0)
+        print(
+            f"scan before the format is known (all {len(MARKERS)} markers): "
+            f"{size / 1e6 / best_scan:.0f} MB/s, {n} candidate lines"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
