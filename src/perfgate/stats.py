@@ -39,14 +39,13 @@ no steady run left the verdict is INCONCLUSIVE, never REGRESSION.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from perfgate.catalog import Baseline
 from perfgate.errors import ConfigError, PerfgateError
-from perfgate.stats_dist import t_quantile
+from perfgate.stats_dist import normal_quantile, t_quantile
 from perfgate.stats_run import RunSummary, Window, summarize_run
 
 __all__ = [
@@ -70,10 +69,10 @@ VERDICTS = ("PASS", "REGRESSION", "IMPROVEMENT", "INCONCLUSIVE")
 ALPHA = 0.01  # one-sided false-alarm rate of a REGRESSION verdict at no change
 DEFAULT_TOLERANCE = 0.05  # when neither the caller nor the stored baseline gives one
 # Per-run sigma of log(steady step time) between separate launches of one config.
-DEFAULT_RUN_TO_RUN_CV = 0.015
+DEFAULT_RUN_TO_RUN_CV = 0.011
 # Sigma of log(candidate / baseline) for a pair launched back to back on the same nodes.
-DEFAULT_PAIR_CV = 0.02
-PRIOR_DF = 4.0  # weight of those priors, in degrees of freedom
+DEFAULT_PAIR_CV = 0.016
+PRIOR_DF = 2.0  # weight of those priors in degrees of freedom; also their tail weight
 
 
 @dataclass(frozen=True)
@@ -103,6 +102,7 @@ class Comparison:
     n_candidate: int = 0  # steady candidate runs used (paired: pairs used)
     n_unsteady: int = 0  # runs left out because they never reached a steady state
     window: str = "auto"
+    detectable: float = math.nan  # slowdown this comparison flags 95% of the time
 
     @property
     def n_pairs(self) -> int:
@@ -124,14 +124,33 @@ def _json_ready(x: Any) -> Any:
     return x
 
 
+# Per-look alpha / ALPHA for an adaptive loop that looks at n0, n0 + 1, ..., nmax pairs: the
+# Pocock-type boundary for which a Gaussian random walk crosses any look's one-sided
+# threshold with probability 1% (looks at n pairs are strongly correlated, so this is well
+# above Bonferroni's 1 / looks). Computed offline from 4 million simulated walks, rounded
+# down; tests/test_stats_compare.py re-simulates entries.
+_POCOCK_FRACTION_1PCT = {  # first look -> fractions for max_pairs = first + 1, first + 2, ...
+    1: (0.56, 0.42, 0.34, 0.29, 0.26, 0.23, 0.21),
+    2: (0.61, 0.46, 0.37, 0.32, 0.29, 0.26, 0.24),
+    3: (0.64, 0.49, 0.41, 0.35, 0.31, 0.28, 0.26),
+    4: (0.67, 0.52, 0.43, 0.38, 0.34, 0.31, 0.28),
+    5: (0.69, 0.54, 0.46, 0.40, 0.36, 0.32, 0.30),
+    6: (0.70, 0.56, 0.48, 0.42, 0.38, 0.34),
+}
+
+
 def sequential_alpha(alpha: float, pairs: int, max_pairs: int) -> float:
     """Per-look alpha for an adaptive A/B loop that may look at pairs, pairs+1, ..., max_pairs.
 
-    Bonferroni over the planned looks keeps the overall false-alarm rate <= alpha whatever
-    the correlation between looks.
+    Keeps the chance of a false REGRESSION at any look <= alpha: the Pocock-type table above
+    for alpha = 1%, Bonferroni (alpha / looks) otherwise.
     """
-    looks = max(1, max_pairs - pairs + 1)
-    return alpha / looks
+    if max_pairs <= pairs:
+        return alpha
+    row = _POCOCK_FRACTION_1PCT.get(pairs, ()) if alpha == ALPHA else ()
+    if max_pairs - pairs <= len(row):
+        return alpha * row[max_pairs - pairs - 1]
+    return alpha / (max_pairs - pairs + 1)
 
 
 def needs_more_pairs(comparison: Comparison, max_pairs: int) -> bool:
@@ -149,12 +168,24 @@ def _pct(x: float) -> str:
     return f"{x * 100:+.1f}%"
 
 
-def _pooled(prior: float, observed: float | None, df_obs: float) -> tuple[float, float]:
-    """Moderated sigma and its degrees of freedom (prior with PRIOR_DF, observed with df_obs)."""
+def _pooled(
+    prior: float, prior_df: float, observed: float | None, df_obs: float
+) -> tuple[float, float]:
+    """Moderated sigma and its degrees of freedom (prior with prior_df, observed with df_obs)."""
     if observed is None or df_obs <= 0:
-        return prior, PRIOR_DF
-    var = (PRIOR_DF * prior**2 + df_obs * observed**2) / (PRIOR_DF + df_obs)
-    return math.sqrt(var), PRIOR_DF + df_obs
+        return prior, prior_df
+    var = (prior_df * prior**2 + df_obs * observed**2) / (prior_df + df_obs)
+    return math.sqrt(var), prior_df + df_obs
+
+
+def _check_prior(sigma: float | None, df: float | None, default: float) -> tuple[float, float]:
+    sigma = default if sigma is None else sigma
+    df = PRIOR_DF if df is None else df
+    if not (math.isfinite(sigma) and sigma > 0):
+        raise ConfigError(f"prior_sigma = {sigma!r}: expected a fraction > 0, e.g. 0.01")
+    if not df > 0:
+        raise ConfigError(f"prior_df = {df!r}: expected degrees of freedom > 0")
+    return sigma, df
 
 
 @dataclass(frozen=True)
@@ -165,6 +196,7 @@ class _Decision:
     ci_high: float
     resolution: float
     reason: str
+    detectable: float
 
 
 def _decide(
@@ -182,8 +214,13 @@ def _decide(
     ci = f"{1 - 2 * alpha:.0%} CI {_pct(lo)}..{_pct(hi)}"
     about = f"resolution {res:.1%} at {alpha:.1%} false alarms, {ci}"
 
+    # REGRESSION fires above log1p(tol) (precise) or log1p(tol) + q se (noisy); a slowdown
+    # 1.645 se beyond that threshold is caught 95% of the time.
+    threshold = math.log1p(tol) + (0.0 if res <= tol else q * se)
+    detectable = math.expm1(threshold + normal_quantile(0.95) * se)
+
     def verdict(name: str, why: str) -> _Decision:
-        return _Decision(name, delta, lo, hi, res, f"{why} ({about})")
+        return _Decision(name, delta, lo, hi, res, f"{why} ({about})", detectable)
 
     if res <= tol:
         if delta > tol:
@@ -210,17 +247,30 @@ def _decide(
         f"resolution {res:.1%} > tolerance {tol:.0%}: delta {_pct(delta)} ({ci}) cannot be "
         f"told from run-to-run noise; {advice()}"
     )
-    return _Decision("INCONCLUSIVE", delta, lo, hi, res, reason)
+    return _Decision("INCONCLUSIVE", delta, lo, hi, res, reason, detectable)
 
 
 def _smallest_n(
     se_of: Callable[[int], float], df_of: Callable[[int], float], tol: float, alpha: float
 ) -> int | None:
-    """Smallest count n (up to 1000) whose predicted resolution is within tol, else None."""
-    for n in range(1, 1001):
-        if math.expm1(t_quantile(1 - alpha, df_of(n)) * se_of(n)) <= tol:
-            return n
-    return None
+    """Smallest count n (up to 1000) whose predicted resolution is within tol, else None.
+
+    The predicted resolution falls as n grows (smaller SE, more df), so bisect.
+    """
+
+    def ok(n: int) -> bool:
+        return math.expm1(t_quantile(1 - alpha, df_of(n)) * se_of(n)) <= tol
+
+    if not ok(1000):
+        return None
+    lo, hi = 0, 1000  # ok(hi) holds; ok(lo) is taken as false
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 # --- inputs -------------------------------------------------------------------------------------
@@ -262,8 +312,17 @@ def _unsteady_note(side: str, runs: Sequence[RunSummary]) -> str:
     return "; ".join(bad)
 
 
+def _mean(xs: Sequence[float]) -> float:
+    return math.fsum(xs) / len(xs)
+
+
+def _sum_sq(xs: Sequence[float]) -> float:
+    m = _mean(xs)
+    return math.fsum((x - m) ** 2 for x in xs)
+
+
 def _log_spread(logs: Sequence[float]) -> float | None:
-    return statistics.stdev(logs) if len(logs) >= 2 else None
+    return math.sqrt(_sum_sq(logs) / (len(logs) - 1)) if len(logs) >= 2 else None
 
 
 def _window_name(window: Window) -> str:
@@ -271,7 +330,7 @@ def _window_name(window: Window) -> str:
 
 
 def _gmean(values: Sequence[float]) -> float:
-    return math.exp(statistics.fmean(math.log(v) for v in values)) if values else math.nan
+    return math.exp(_mean([math.log(v) for v in values])) if values else math.nan
 
 
 def _no_verdict(mode: str, tolerance: float, reason: str, **kw: Any) -> Comparison:
@@ -303,14 +362,19 @@ def compare_runs(
     window: Window = "auto",
     *,
     alpha: float = ALPHA,
+    prior_sigma: float | None = None,
+    prior_df: float | None = None,
 ) -> Comparison:
     """Compare runs given as full per-step series (warm-up included), step order.
 
     paired=True: baseline_runs[i] and candidate_runs[i] ran back to back on the same nodes
     (A/B mode); a pair with an unsteady run is left out. Runs may also be given as
-    RunSummary objects.
+    RunSummary objects. prior_sigma/prior_df replace the default prior (per pair when
+    paired, per run otherwise), e.g. with what a row's own past A/B gates measured.
     """
     tol, alpha = _check_tolerance(tolerance), _check_alpha(alpha)
+    default = DEFAULT_PAIR_CV if paired else DEFAULT_RUN_TO_RUN_CV
+    prior = _check_prior(prior_sigma, prior_df, default)
     base = _summaries(baseline_runs, window, "baseline")
     cand = _summaries(candidate_runs, window, "candidate")
     if paired:
@@ -319,12 +383,17 @@ def compare_runs(
                 f"paired comparison needs as many baseline runs as candidate runs, got "
                 f"{len(base)} and {len(cand)}"
             )
-        return _compare_paired(base, cand, tol, alpha, _window_name(window))
-    return _compare_unpaired(base, cand, tol, alpha, _window_name(window))
+        return _compare_paired(base, cand, tol, alpha, _window_name(window), prior)
+    return _compare_unpaired(base, cand, tol, alpha, _window_name(window), prior)
 
 
 def _compare_paired(
-    base: list[RunSummary], cand: list[RunSummary], tol: float, alpha: float, window: str
+    base: list[RunSummary],
+    cand: list[RunSummary],
+    tol: float,
+    alpha: float,
+    window: str,
+    prior: tuple[float, float],
 ) -> Comparison:
     used = [(b, c) for b, c in zip(base, cand, strict=True) if b.steady and c.steady]
     unsteady = sum(not r.steady for r in base + cand)
@@ -345,18 +414,17 @@ def _compare_paired(
         return _no_verdict("paired", tol, f"no pair with both runs steady ({note})", **common)
     diffs = [math.log(c.median_s / b.median_s) for b, c in used]
     n = len(diffs)
-    within = statistics.fmean(b.rel_se**2 + c.rel_se**2 for b, c in used)
+    within = _mean([b.rel_se**2 + c.rel_se**2 for b, c in used])
     observed = _log_spread(diffs)
     # The prior is the launch-to-launch part; each pair adds its own within-run noise.
-    prior = math.sqrt(DEFAULT_PAIR_CV**2 + within)
-    sigma, df = _pooled(prior, observed, n - 1)
+    sigma, df = _pooled(math.sqrt(prior[0] ** 2 + within), prior[1], observed, n - 1)
     se = sigma / math.sqrt(n)
 
     def advice() -> str:
-        need = _smallest_n(lambda k: sigma / math.sqrt(k), lambda k: PRIOR_DF + k - 1, tol, alpha)
+        need = _smallest_n(lambda k: sigma / math.sqrt(k), lambda k: prior[1] + k - 1, tol, alpha)
         return f"about {need or 'over 1000'} pairs (A/B runs on the same nodes) would resolve it"
 
-    dec = _decide(statistics.fmean(diffs), se, df, tol, alpha, advice)
+    dec = _decide(_mean(diffs), se, df, tol, alpha, advice)
     reason = f"{n} pair{'s' if n > 1 else ''}: {dec.reason}" + (
         f"; left out: {note}" if note else ""
     )
@@ -376,12 +444,18 @@ def _compare_paired(
         df=df,
         sigma=sigma,
         sigma_observed=observed,
+        detectable=dec.detectable,
         **common,
     )
 
 
 def _compare_unpaired(
-    base: list[RunSummary], cand: list[RunSummary], tol: float, alpha: float, window: str
+    base: list[RunSummary],
+    cand: list[RunSummary],
+    tol: float,
+    alpha: float,
+    window: str,
+    prior: tuple[float, float],
 ) -> Comparison:
     b_ok = [r for r in base if r.steady]
     c_ok = [r for r in cand if r.steady]
@@ -408,20 +482,19 @@ def _compare_unpaired(
     df_obs = (k - 1) + (m - 1)
     observed = None
     if df_obs > 0:
-        ss = sum((x - statistics.fmean(lb)) ** 2 for x in lb)
-        ss += sum((x - statistics.fmean(lc)) ** 2 for x in lc)
+        ss = _sum_sq(lb) + _sum_sq(lc)
         observed = math.sqrt(ss / df_obs)
-    sigma, df = _pooled(DEFAULT_RUN_TO_RUN_CV, observed, df_obs)
+    sigma, df = _pooled(prior[0], prior[1], observed, df_obs)
     within = sum(r.rel_se**2 for r in c_ok) / k**2 + sum(r.rel_se**2 for r in b_ok) / m**2
     se = math.sqrt(sigma**2 * (1 / k + 1 / m) + within)
 
     def advice() -> str:
         need = _smallest_n(
-            lambda j: sigma * math.sqrt(2 / j), lambda j: PRIOR_DF + 2 * j - 2, tol, alpha
+            lambda j: sigma * math.sqrt(2 / j), lambda j: prior[1] + 2 * j - 2, tol, alpha
         )
         return f"about {need or 'over 1000'} runs on each side, or A/B pairs, would resolve it"
 
-    dec = _decide(statistics.fmean(lc) - statistics.fmean(lb), se, df, tol, alpha, advice)
+    dec = _decide(_mean(lc) - _mean(lb), se, df, tol, alpha, advice)
     reason = f"{k} vs {m} runs: {dec.reason}" + (f"; left out: {note}" if note else "")
     return Comparison(
         dec.verdict,
@@ -438,6 +511,7 @@ def _compare_unpaired(
         df=df,
         sigma=sigma,
         sigma_observed=observed,
+        detectable=dec.detectable,
         **common,
     )
 
@@ -449,12 +523,16 @@ def compare_to_baseline(
     window: Window = "auto",
     *,
     alpha: float = ALPHA,
+    prior_sigma: float | None = None,
+    prior_df: float | None = None,
 ) -> Comparison:
     """Compare candidate runs with a stored baseline (mode "stored").
 
     tolerance None -> baseline.tolerance -> DEFAULT_TOLERANCE. The baseline's spread over its
-    n_runs estimates the run-to-run sigma; with fewer than 2 runs the prior does.
+    n_runs and the candidate runs' spread estimate the run-to-run sigma, pooled with the
+    prior (DEFAULT_RUN_TO_RUN_CV with PRIOR_DF, or prior_sigma/prior_df).
     """
+    prior = _check_prior(prior_sigma, prior_df, DEFAULT_RUN_TO_RUN_CV)
     if tolerance is None:
         tolerance = baseline.tolerance if baseline.tolerance is not None else DEFAULT_TOLERANCE
     tol, alpha = _check_tolerance(tolerance), _check_alpha(alpha)
@@ -486,10 +564,10 @@ def compare_to_baseline(
         ss += (n_base - 1) * (spread / ref) ** 2
         df_obs += n_base - 1
     if k >= 2:
-        ss += (k - 1) * statistics.variance(lc)
+        ss += _sum_sq(lc)
         df_obs += k - 1
     observed = math.sqrt(ss / df_obs) if df_obs else None
-    sigma, df = _pooled(DEFAULT_RUN_TO_RUN_CV, observed, df_obs)
+    sigma, df = _pooled(prior[0], prior[1], observed, df_obs)
     within = sum(r.rel_se**2 for r in c_ok) / k**2
     se = math.sqrt(sigma**2 * (1 / k + 1 / n_base) + within)
 
@@ -508,7 +586,7 @@ def compare_to_baseline(
             )
         return f"about {need} candidate runs, or A/B pairs, would resolve it"
 
-    dec = _decide(statistics.fmean(lc) - math.log(ref), se, df, tol, alpha, advice)
+    dec = _decide(_mean(lc) - math.log(ref), se, df, tol, alpha, advice)
     reason = (
         f"{k} run{'s' if k > 1 else ''} vs stored baseline ({n_base} run"
         f"{'s' if n_base > 1 else ''}): {dec.reason}" + (f"; left out: {note}" if note else "")
@@ -528,5 +606,6 @@ def compare_to_baseline(
         df=df,
         sigma=sigma,
         sigma_observed=observed,
+        detectable=dec.detectable,
         **common,
     )

@@ -17,6 +17,7 @@ too noisy or still drifting; callers must then not turn it into a REGRESSION.
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -32,6 +33,7 @@ MIN_STEADY_STEPS = 10  # fewer steady steps than this cannot give a median and a
 MAX_ROBUST_CV = 0.10  # noisier (often bimodal) runs have no meaningful single step time
 MAX_DRIFT = 0.03  # halves of the steady window differing by more: the run never settled
 DRIFT_SIGMAS = 3.0  # ... and only when the difference is also beyond noise
+AUTOCORR_FACTOR = 4.0  # see _drift_se
 SPIKE_THRESHOLD = 0.10  # a step > 1.10 x the steady median is a spike (GC, checkpoint, capture)
 CLIP_SIGMAS = 5.0  # steps beyond median +- 5 robust sigma are clipped for MSER and the SE
 _MAD_TO_SIGMA = 1.4826
@@ -61,6 +63,11 @@ class RunSummary:
     def rel_se(self) -> float:
         """Standard error of the location relative to it (about the SE of its log)."""
         return self.se_s / self.median_s if self.median_s > 0 else math.inf
+
+
+def _stdev(xs: Sequence[float]) -> float:
+    m = math.fsum(xs) / len(xs)
+    return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1))
 
 
 def _mad_sigma(values: Sequence[float], center: float) -> float:
@@ -96,7 +103,7 @@ def batch_means_se(values: Sequence[float]) -> float:
     n = len(values)
     if n < 2:
         return math.inf
-    iid = statistics.stdev(values) / math.sqrt(n)
+    iid = _stdev(values) / math.sqrt(n)
     size = max(MSER_BATCH, round(math.sqrt(n)))
     k = n // size
     if k < 3:
@@ -105,7 +112,20 @@ def batch_means_se(values: Sequence[float]) -> float:
     start = n - k * size
     means = [statistics.fmean(values[start + j * size : start + (j + 1) * size]) for j in range(k)]
     # Batch means can understate the SE by chance with few batches; never go below iid.
-    return max(statistics.stdev(means) / math.sqrt(k), iid)
+    return max(_stdev(means) / math.sqrt(k), iid)
+
+
+def _drift_se(xs: Sequence[float], med: float) -> float:
+    """Relative SE of (median of 2nd half - median of 1st half) under stationary noise.
+
+    The noise level comes from successive differences, which a trend does not inflate (a
+    batch-means SE would grow with the very drift it is meant to judge); AUTOCORR_FACTOR
+    covers what differencing hides of autocorrelated noise (lag-1 0.7: ~4x).
+    """
+    diffs = [b - a for a, b in itertools.pairwise(xs)]
+    local = _MAD_TO_SIGMA * statistics.median([abs(d) for d in diffs]) / math.sqrt(2)
+    half = max(1, len(xs) // 2)
+    return math.sqrt(2) * _MEDIAN_EFFICIENCY * AUTOCORR_FACTOR * local / math.sqrt(half) / med
 
 
 def _validate(step_times: Sequence[float]) -> tuple[list[float], int]:
@@ -200,7 +220,7 @@ def summarize_run(
     half = len(xs) // 2
     m1, m2 = statistics.median(xs[:half]), statistics.median(xs[len(xs) - half :])
     drift = m2 / m1 - 1
-    drift_se = 2 * se / med  # each half has about twice the variance of the whole
+    drift_se = _drift_se(xs, med)
     reason = None
     if cv > MAX_ROBUST_CV:
         reason = f"step time too noisy to summarize: robust CV {cv:.1%} > {MAX_ROBUST_CV:.0%}"
