@@ -36,6 +36,53 @@ def _add_flops_commands(sub: argparse._SubParsersAction) -> None:
 
 def _add_parse_command(sub: argparse._SubParsersAction) -> None:
     """Register `perfgate parse`."""
+    p = sub.add_parser(
+        "parse",
+        help="read the step times of a training log (every NeMo-stack format)",
+        description="Parse training logs of one run (several files: consecutive segments, "
+        "chained in the given order) into per-step records and a summary.",
+    )
+    p.add_argument("logs", nargs="+", metavar="LOG", help="log files of one run, in order")
+    p.add_argument("--json", action="store_true", help="print JSON: format, steps, summary")
+    p.add_argument(
+        "--tokens-per-step",
+        type=float,
+        metavar="N",
+        help="global tokens per step (gbs * seq_len): derives step times for Automodel and "
+        "TorchTitan logs, which log throughput only",
+    )
+    p.add_argument("--num-gpus", type=int, metavar="N", help="GPUs of the run (TorchTitan)")
+
+    def run(args: argparse.Namespace) -> int:
+        from perfgate import logs
+
+        series = logs.parse_files(
+            args.logs, tokens_per_step=args.tokens_per_step, num_gpus=args.num_gpus
+        )
+        data = logs.to_dict(series)
+        # Steady-state statistics (warm-up removal, standard error, CV) come from perfgate.stats
+        # and go into data["summary"]["steady_state"] once that module is merged; the parser
+        # reports only what it read.
+        if args.json:
+            _emit(data, as_json=True)
+            return 0
+        _emit({k: v for k, v in data["summary"].items() if k not in ("notes", "reported")}, False)
+        for key, value in data["summary"]["reported"].items():
+            print(f"reported {key}  {value}")
+        for note in data["summary"]["notes"]:
+            print(f"note: {note}")
+        cols = ("step", "step_time_s", "tflops_per_gpu", "mem_peak_gib", "loss", "grad_norm")
+        print("  ".join(f"{c:>14}" for c in cols))
+        for step in data["steps"]:
+            print("  ".join(f"{_cell(step[c]):>14}" for c in cols))
+        return 0
+
+    def _cell(value: object) -> str:
+        if value is None:
+            return "-"
+        return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+    p.set_defaults(func=run)
 
 
 # --- compare (perfgate.stats) ---------------------------------------------------------------

@@ -1,0 +1,381 @@
+"""One physical log line -> the step records it holds, for every log format perfgate reads.
+
+Pure stdlib (the workload imports it inside the container). Each record keeps the logger's own
+step numbering converted to 0-based and its values converted to perfgate units (seconds, GiB,
+fractions). Turning records into one series (ranks, restarts, pairing) is perfgate.logs' job.
+Verbatim examples of every line shape: ../shared/reference/log_formats.md.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+# Record kinds, and the format name each one implies.
+NEMO2 = "nemo2"  # NeMo 2.x MegatronProgressBar / ProgressPrinter line
+NEMO_DELTA = "nemo_delta_timing"  # NeMo DeltaTimingCallback `Step N: train_step_timing in s=X`
+TQDM = "nemo1_tqdm"  # NeMo 1.x Lightning tqdm bar state
+MEGATRON = "megatron"  # Megatron-LM / Megatron-Bridge `iteration N/ M | ...` line
+STEP_TIME = "step_time"  # Megatron-Bridge `Step Time : X.XXs ...` line (no step number)
+MEMORY = "memory"  # Megatron `[Rank r] (after N iterations) memory (GB|MB) | ...` line
+AUTOMODEL = "automodel"  # NeMo Automodel train_ft `step N | epoch E | ... | tps X(Y/gpu)`
+AM_ITER = "automodel_iteration"  # Automodel benchmark `Rank r | Iteration i ...`
+AM_TIME = "automodel_iter_time"  # Automodel benchmark `Max iter time: X seconds`
+AM_MFU = "automodel_mfu"  # Automodel benchmark `MFU: Y%` (follows Max iter time)
+AM_SUMMARY = "automodel_summary"  # `Average iteration time: ...` / `Average MFU: ...`
+TITAN = "torchtitan"  # TorchTitan `step: N  loss: ...  tps: ...`
+
+# Byte strings of which every line holding a record contains at least one; lines without
+# any are skipped before a regex runs (NCCL INFO floods are most of an all-rank log).
+MARKERS: tuple[bytes, ...] = (
+    b"iteration",  # NeMo 2, Megatron iteration and memory lines, Automodel summary
+    b"Step Time",  # Megatron-Bridge
+    b"train_step_timing",  # NeMo 1 tqdm, DeltaTimingCallback
+    b"tps",  # Automodel train_ft, TorchTitan
+    b"Iteration",  # Automodel benchmark
+    b"Max iter time",  # Automodel benchmark
+    b"MFU:",  # Automodel benchmark
+)
+
+_NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf)"
+_NUM_RE = re.compile(_NUM)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+# srun -l label (`0: `, ` 0: `), torchrun --tee labels (`[default3]:`, `[rank3]:`), possibly
+# behind an external timestamp (`[2025-10-17T11:32:59+08:00] `).
+_TS_PREFIX = re.compile(r"\[\d{4}-\d\d-\d\d[T ][^\]]{0,40}\]\s*")
+_RANK_PREFIX = re.compile(r"\s*(\d{1,6}): |\[(?:default|rank)(\d{1,6})\]:")
+
+_NEMO2 = re.compile(r"Training epoch (\d+), iteration (\d+)/(\d+)")
+_DELTA = re.compile(r"Step (\d+): train_step_timing in s=(" + _NUM + ")")
+_TQDM = re.compile(r"train_step_timing in s=")
+_MEGATRON = re.compile(r"iteration\s+(\d+)/\s*(\d+)\s*\|")
+_STEP_TIME = re.compile(r"(?:\[Rank (\d+)\]\s*)?Step Time\s*:\s*(" + _NUM + r")\s*s")
+_MEMORY = re.compile(r"(?:\[Rank (\d+)\]\s*)?\(after (\d+) iterations\) memory \((GB|MB)\)")
+_AUTOMODEL = re.compile(r"\bstep (\d+) \| epoch (\d+) \|")
+_AM_ITER = re.compile(r"Rank (\d+) \| Iteration (\d+)\b")
+_AM_TIME = re.compile(r"Max iter time: (" + _NUM + ") seconds")
+_AM_MFU = re.compile(r"(?<!Average )MFU: (" + _NUM + ")%")
+_AM_AVG = re.compile(
+    r"Average iteration time: (" + _NUM + r") seconds"
+    r"(?: \(excluding first (\d+) warmup iterations\))?"
+)
+_AM_AVG_MFU = re.compile(r"Average MFU: (" + _NUM + ")%")
+_TITAN = re.compile(r"\bstep:\s*([\d,]+)\s+loss:")
+
+# `| key: value |` fields of NeMo 2, Megatron and memory lines; the value's leading number is used.
+_FIELD = re.compile(r"\|\s*([A-Za-z][^|:]*?)\s*:\s*([^|]*?)\s*(?=\||$)")
+_TQDM_FIELD = re.compile(r"([A-Za-z_][\w/ ]*?)=([^,\]]*)")
+_TITAN_FIELDS = {
+    "loss": re.compile(r"\bloss:\s*(" + _NUM + ")"),
+    "grad_norm": re.compile(r"\bgrad_norm:\s*(" + _NUM + ")"),
+    "mem_reserved_gib": re.compile(r"\bmemory:\s*(" + _NUM + ")GiB"),
+    "tps": re.compile(r"\btps:\s*(\d[\d,]*(?:\.\d+)?)"),
+    "tflops_per_gpu": re.compile(r"\b(?:est_)?tflops:\s*(-?\d[\d,]*(?:\.\d+)?)"),
+    "mfu_pct": re.compile(r"\b(?:est_)?mfu:\s*(" + _NUM + ")%"),
+    "step_time_s": re.compile(r"\belapsed_time_per_step:\s*(" + _NUM + ")s"),
+}
+_AUTOMODEL_FIELDS = {
+    "loss": re.compile(r"\| loss (" + _NUM + ")"),
+    "grad_norm": re.compile(r"\| grad_norm (" + _NUM + ")"),
+    "mem_peak_gib": re.compile(r"\| mem (" + _NUM + ") GiB"),
+    "tps": re.compile(r"\| tps (" + _NUM + r")\((" + _NUM + r")/gpu\)"),
+    "num_label_tokens": re.compile(r"\| num_label_tokens (\d+)"),
+}
+_LOG_TIME = re.compile(r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[,.](\d{1,6}))?")
+
+GIB = float(1 << 30)
+_GB = 1e9  # Megatron "memory (GB)" and mem-*-gigabytes are bytes / 1e9
+_MB = float(1 << 20)  # Megatron's older "memory (MB)" is bytes / 2**20
+_GIB_PER_GB = GIB / _GB  # divide a GB figure by this to get GiB
+_GIB_PER_MB = GIB / _MB
+
+
+@dataclass(slots=True)
+class Record:
+    """One step record as found on a line: kind, 0-based step (None: unnumbered), values."""
+
+    kind: str
+    step: int | None
+    values: dict[str, float] = field(default_factory=dict)
+    rank: int | None = None  # from the line's srun/torchrun label or the record's own [Rank r]
+    time: float | None = None  # the line's log timestamp (POSIX seconds), where it has one
+    seq: int = 0  # position among all records of the file
+
+
+def number(text: str) -> float | None:
+    """The leading number of a logged value (`1.249e+03`, `2e+3`, `nan`, `5,856`), else None."""
+    m = _NUM_RE.match(text.strip().replace(",", ""))
+    return float(m.group(0)) if m else None
+
+
+def split_prefix(line: str) -> tuple[int | None, str]:
+    """Strip ANSI codes; return the srun/torchrun rank label (None if unlabeled) and the line."""
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    m = _RANK_PREFIX.match(line)
+    if m is None:
+        ts = _TS_PREFIX.match(line)
+        if ts is not None:
+            m = _RANK_PREFIX.match(line, ts.end())
+    if m is None:
+        return None, line
+    return int(m.group(1) or m.group(2)), line
+
+
+def extract(line: str) -> list[Record]:
+    """Every step record on one physical line (records may be glued without a newline)."""
+    rank, line = split_prefix(line)
+    anchors: list[tuple[int, int, str, re.Match[str]]] = []
+
+    def find(kind: str, regex: re.Pattern[str]) -> None:
+        for m in regex.finditer(line):
+            anchors.append((m.start(), m.end(), kind, m))
+
+    if "iteration" in line:
+        find(NEMO2, _NEMO2)
+        find(MEGATRON, _MEGATRON)
+        find(MEMORY, _MEMORY)
+        find(AM_SUMMARY, _AM_AVG)
+    if "Step Time" in line:
+        find(STEP_TIME, _STEP_TIME)
+    if "train_step_timing in s=" in line:
+        find(NEMO_DELTA, _DELTA)
+        find(TQDM, _TQDM)
+    if "tps" in line:
+        find(AUTOMODEL, _AUTOMODEL)
+        find(TITAN, _TITAN)
+    if "Iteration" in line:
+        find(AM_ITER, _AM_ITER)
+    if "Max iter time" in line:
+        find(AM_TIME, _AM_TIME)
+    if "MFU:" in line:
+        find(AM_MFU, _AM_MFU)
+        find(AM_SUMMARY, _AM_AVG_MFU)
+    if not anchors:
+        return []
+    anchors.sort(key=lambda a: (a[0], -a[1]))
+    anchors = _drop_nested(anchors)
+    records = []
+    for i, (start, end, kind, m) in enumerate(anchors):
+        stop = anchors[i + 1][0] if i + 1 < len(anchors) else len(line)
+        prev_end = anchors[i - 1][1] if i else 0
+        rec = _BUILDERS[kind](m, line, start, end, stop, prev_end)
+        if rec is not None:
+            if rec.rank is None:
+                rec.rank = rank
+            records.append(rec)
+    return records
+
+
+def _drop_nested(anchors: list[tuple[int, int, str, re.Match[str]]]) -> list:
+    """Drop anchors inside an earlier one (`iteration 45/99 |` inside a NeMo 2 prefix)."""
+    kept: list[tuple[int, int, str, re.Match[str]]] = []
+    for a in anchors:
+        if not kept or a[0] >= kept[-1][1]:
+            kept.append(a)
+    return kept
+
+
+def _fields(text: str) -> dict[str, str]:
+    return {k: v for k, v in _FIELD.findall(text)}
+
+
+def _put(values: dict[str, float], key: str, raw: str | None, per: float = 1.0) -> None:
+    """values[key] = the number in raw divided by per (a unit: 1000 for ms, 2**30 for bytes)."""
+    if raw is None:
+        return
+    x = number(raw)
+    if x is None:
+        return
+    if per == 1000.0 and math.isfinite(x):
+        # Shift the decimal point of the logged text: 1510.4 ms -> 1.5104 s, not 1.5104000000000002.
+        m = _NUM_RE.match(raw.strip())
+        x = float(Decimal(m.group(0)).scaleb(-3)) if m else x / per
+        values[key] = x
+    else:
+        values[key] = x / per if per != 1.0 else x
+
+
+def _nemo2(m, line, start, end, stop, prev_end) -> Record:
+    f = _fields(line[end:stop])
+    v: dict[str, float] = {}
+    _put(v, "step_time_s", f.get("train_step_timing in s"))
+    _put(v, "tflops_per_gpu", f.get("TFLOPS_per_GPU"))
+    _put(v, "tokens_per_s_per_gpu", f.get("tokens_per_sec_per_gpu"))
+    _put(v, "loss", f.get("reduced_train_loss"))
+    # NeMo logs torch.cuda memory counters in bytes.
+    _put(v, "mem_peak_gib", f.get("max_memory_allocated") or f.get("peak_memory_usage"), GIB)
+    _put(v, "mem_reserved_gib", f.get("max_memory_reserved"), GIB)
+    _put(v, "mem_allocated_gib", f.get("memory_allocated"), GIB)
+    # global_step is monotonic across epochs; `iteration` restarts at 0 in every epoch.
+    gs = number(f["global_step"]) if "global_step" in f else None
+    step = int(gs) if gs is not None and gs == gs else int(m.group(2))
+    return Record(NEMO2, step, v)
+
+
+def _delta(m, line, start, end, stop, prev_end) -> Record:
+    return Record(NEMO_DELTA, int(m.group(1)), {"step_time_s": float(m.group(2))})
+
+
+def _tqdm(m, line, start, end, stop, prev_end) -> Record | None:
+    # The postfix of one bar state: from the `[` that opens it to the `]` that closes it.
+    lo = line.rfind("[", prev_end, start)
+    hi = line.find("]", end, stop)
+    region = line[lo + 1 if lo >= 0 else prev_end : hi if hi >= 0 else stop]
+    f = {k.strip(): v for k, v in _TQDM_FIELD.findall(region)}
+    v: dict[str, float] = {}
+    _put(v, "step_time_s", f.get("train_step_timing in s"))
+    _put(v, "loss", f.get("reduced_train_loss"))
+    if "step_time_s" not in v:
+        return None
+    gs = number(f["global_step"]) if "global_step" in f else None
+    if gs is None or gs != gs:
+        # No global_step in the postfix: fall back to the bar counter `| n/total` or `n it`.
+        bar = re.search(r"\|\s*(\d+)/\d+\s*\[|(\d+)it\s*\[", line[prev_end:start])
+        if bar is None:
+            return None
+        gs = int(bar.group(1) or bar.group(2)) - 1
+    return Record(TQDM, int(gs), v)
+
+
+def _megatron(m, line, start, end, stop, prev_end) -> Record | None:
+    f = _fields(line[end - 1 : stop])
+    ms = f.get("elapsed time per iteration (ms)")
+    if ms is None:
+        return None
+    v: dict[str, float] = {}
+    _put(v, "step_time_s", ms, 1000.0)
+    _put(v, "tflops_per_gpu", f.get("throughput per GPU (TFLOP/s/GPU)") or f.get("TFLOPs"))
+    _put(v, "loss", f.get("lm loss"))
+    _put(v, "grad_norm", f.get("grad norm"))
+    _put(v, "nan_iterations", f.get("number of nan iterations"))
+    _put(v, "skipped_iterations", f.get("number of skipped iterations"))
+    # Megatron numbers iterations from 1 (the count of completed steps).
+    return Record(MEGATRON, int(m.group(1)) - 1, v, time=_log_time(line, prev_end, start))
+
+
+def _step_time(m, line, start, end, stop, prev_end) -> Record:
+    text = line[end:stop]
+    v: dict[str, float] = {"step_time_s": float(m.group(2))}
+    util = re.match(r"\s*GPU utilization:\s*(" + _NUM + r")\s*(?:MODEL_)?TFLOP/s/GPU", text)
+    if util:
+        v["tflops_per_gpu"] = float(util.group(1))
+    f = _fields(text)
+    _put(v, "mem_allocated_gib", f.get("mem-allocated-gigabytes"), _GIB_PER_GB)
+    rank = int(m.group(1)) if m.group(1) else None
+    return Record(STEP_TIME, None, v, rank=rank)
+
+
+def _memory(m, line, start, end, stop, prev_end) -> Record:
+    f = _fields(line[end:stop])
+    v: dict[str, float] = {}
+    if m.group(3) == "GB":
+        _put(v, "mem_allocated_gib", f.get("mem-allocated-gigabytes"), _GIB_PER_GB)
+        _put(v, "mem_peak_gib", f.get("mem-max-allocated-gigabytes"), _GIB_PER_GB)
+        _put(v, "mem_reserved_gib", f.get("mem-max-reserved-gigabytes"), _GIB_PER_GB)
+    else:
+        _put(v, "mem_allocated_gib", f.get("allocated"), _GIB_PER_MB)
+        _put(v, "mem_peak_gib", f.get("max allocated"), _GIB_PER_MB)
+        _put(v, "mem_reserved_gib", f.get("max reserved"), _GIB_PER_MB)
+    rank = int(m.group(1)) if m.group(1) else None
+    return Record(MEMORY, int(m.group(2)) - 1, v, rank=rank)
+
+
+def _automodel(m, line, start, end, stop, prev_end) -> Record:
+    text = line[start:stop]
+    v: dict[str, float] = {}
+    for key, regex in _AUTOMODEL_FIELDS.items():
+        fm = regex.search(text)
+        if fm is None:
+            continue
+        if key == "tps":
+            v["tokens_per_s"] = float(fm.group(1))
+            v["tokens_per_s_per_dp_rank"] = float(fm.group(2))
+        else:
+            v[key] = float(fm.group(1))
+    # train_ft's step counter is 0-based (logged before it is incremented).
+    return Record(AUTOMODEL, int(m.group(1)), v)
+
+
+def _am_iter(m, line, start, end, stop, prev_end) -> Record:
+    text = line[end:stop]
+    v: dict[str, float] = {}
+    mem = re.search(r"Max Memory Allocated: (" + _NUM + ") GB", text)
+    if mem:
+        v["mem_peak_gib"] = float(mem.group(1))  # Automodel divides by 1024**3
+    loss = re.search(r"\bloss=(" + _NUM + ")", text)
+    if loss:
+        v["loss"] = float(loss.group(1))
+    return Record(AM_ITER, int(m.group(2)), v, rank=int(m.group(1)))
+
+
+def _am_time(m, line, start, end, stop, prev_end) -> Record:
+    return Record(AM_TIME, None, {"step_time_s": float(m.group(1))})
+
+
+def _am_mfu(m, line, start, end, stop, prev_end) -> Record:
+    return Record(AM_MFU, None, {"mfu": _fraction(float(m.group(1)))})
+
+
+def _am_summary(m, line, start, end, stop, prev_end) -> Record:
+    if m.re is _AM_AVG_MFU:
+        return Record(AM_SUMMARY, None, {"average_mfu": _fraction(float(m.group(1)))})
+    v = {"average_step_time_s": float(m.group(1))}
+    if m.group(2):
+        v["warmup_steps"] = float(m.group(2))
+    return Record(AM_SUMMARY, None, v)
+
+
+def _titan(m, line, start, end, stop, prev_end) -> Record:
+    text = line[start:stop]
+    v: dict[str, float] = {}
+    for key, regex in _TITAN_FIELDS.items():
+        fm = regex.search(text)
+        if fm is not None:
+            x = number(fm.group(1))
+            if x is not None and not (key == "tflops_per_gpu" and x < 0):
+                v[key] = x
+    if "mfu_pct" in v:
+        pct = v.pop("mfu_pct")
+        if pct >= 0:
+            v["mfu"] = _fraction(pct)
+    if "tps" in v:
+        v["tokens_per_s_per_gpu"] = v.pop("tps")  # TorchTitan's tps is per device
+    # TorchTitan's train_state.step is 1-based (incremented before the step runs).
+    step = int(m.group(1).replace(",", "")) - 1
+    return Record(TITAN, step, v, time=_log_time(line, prev_end, start))
+
+
+def _fraction(percent: float) -> float:
+    """A logged percentage as a fraction, without binary noise (34.37% -> 0.3437)."""
+    return round(percent / 100, 10)
+
+
+def _log_time(line: str, lo: int, hi: int) -> float | None:
+    """POSIX seconds of the last `YYYY-MM-DD HH:MM:SS[,mmm]` stamp in line[lo:hi], if any."""
+    stamps = list(_LOG_TIME.finditer(line, lo, hi))
+    if not stamps:
+        return None
+    found = stamps[-1]
+    base = datetime.fromisoformat(found.group(1).replace("T", " "))
+    frac = found.group(2)
+    return base.timestamp() + (int(frac) / 10 ** len(frac) if frac else 0.0)
+
+
+_BUILDERS = {
+    NEMO2: _nemo2,
+    NEMO_DELTA: _delta,
+    TQDM: _tqdm,
+    MEGATRON: _megatron,
+    STEP_TIME: _step_time,
+    MEMORY: _memory,
+    AUTOMODEL: _automodel,
+    AM_ITER: _am_iter,
+    AM_TIME: _am_time,
+    AM_MFU: _am_mfu,
+    AM_SUMMARY: _am_summary,
+    TITAN: _titan,
+}

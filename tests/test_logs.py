@@ -1,0 +1,343 @@
+"""Every log format, read from real lines: values must match the reference series exactly."""
+
+from __future__ import annotations
+
+import pytest
+from logdata import (
+    AUTOMODEL_H200,
+    BRIDGE_OLD_VARIANT,
+    BRIDGE_RANK_STEP_TIME,
+    GIB,
+    LOGS,
+    MEGATRON_2021,
+    MEGATRON_DEFAULT7,
+    NEMO2_DGXC,
+    NEMO2_TIMESTAMPED,
+    fixture_text,
+    reference_csv,
+)
+
+from perfgate import logs
+from perfgate.errors import LogParseError
+
+# --- Megatron-Bridge ------------------------------------------------------------------------
+
+
+def test_bridge_iteration_and_step_time_lines_match_the_reference_series(reference):
+    ref = reference_csv(
+        reference / "third_party_logs" / "together_b200_llama3.1_8b_bf16_gbs128_nemo2602.csv"
+    )
+    s = logs.parse_files([LOGS / "bridge_llama31_8b_b200.log"])
+    assert s.format == "megatron_bridge"
+    # Iteration N is step N-1; the excerpt keeps iterations 1-16, 36-38 and 48-50.
+    expected = [*range(0, 16), 35, 36, 37, 47, 48, 49]
+    assert [st.step for st in s.steps] == expected
+    # The ms value of the iteration line wins over Step Time's 10 ms resolution.
+    for st in s.steps:
+        assert st.step_time_s == pytest.approx(
+            float(ref[st.step + 1]["iteration_time_s"]), abs=1e-9
+        )
+    assert s.log_interval == 1 and s.restarts == 0 and s.valid
+
+
+def test_bridge_pairs_step_time_with_its_iteration_in_any_order_and_glued():
+    steps = {st.step: st for st in logs.parse_files([LOGS / "bridge_llama31_8b_b200.log"]).steps}
+    assert steps[0].tflops_per_gpu == 153.9  # Step Time line before its iteration line
+    assert steps[2].tflops_per_gpu == 1190.8  # glued: `...MODEL_TFLOP/s/GPU [date] iteration 3/`
+    assert steps[3].tflops_per_gpu == 910.0  # CUDA-graph capture step
+    # Buffered: iteration 5, Step Time(5), Step Time(6), iteration 6.
+    assert (steps[4].tflops_per_gpu, steps[5].tflops_per_gpu) == (1191.3, 1193.3)
+    assert steps[36].tflops_per_gpu == 1180.5 and steps[37].tflops_per_gpu == 1179.9
+    assert steps[49].step_time_s == pytest.approx(5.6986)  # `... |Deleting CUDA graphs` glued
+    assert (steps[0].loss, steps[0].grad_norm) == (pytest.approx(12.58172), 10.276)
+    # The memory report after iteration 1 (GB = 1e9 bytes) belongs to step 0.
+    assert steps[0].mem_allocated_gib == pytest.approx(50.804e9 / GIB)
+    assert steps[0].mem_peak_gib == pytest.approx(116.45e9 / GIB)
+    assert steps[0].mem_reserved_gib == pytest.approx(127.05e9 / GIB)
+    assert steps[1].mem_peak_gib is None
+
+
+def test_bridge_step_time_lines_alone_are_numbered_in_order(reference):
+    ref = reference_csv(
+        reference
+        / "third_party_logs"
+        / "together_gb200_qwen2.5_72b_bf16_64gpu_nemo2602_rack10_run1.csv"
+    )
+    s = logs.parse_files([LOGS / "bridge_steptime_only_gb200.log"])
+    assert s.format == "megatron_bridge"
+    assert [st.step for st in s.steps] == list(range(35))
+    assert s.step_times == [float(ref[k + 1]["iteration_time_s"]) for k in range(35)]
+    assert s.steps[0].tflops_per_gpu == 374.3 and s.steps[34].tflops_per_gpu == 673.4
+    assert any("no iteration numbers" in n for n in s.notes)
+    # Four ranks' memory reports glued onto lines of other text; the maximum over ranks is kept.
+    assert s.steps[0].mem_peak_gib == pytest.approx(51.979e9 / GIB)
+    assert s.steps[0].mem_allocated_gib == pytest.approx(28.496e9 / GIB)
+
+
+def test_bridge_rank_tagged_step_time_with_memory():
+    s = logs.parse_text(BRIDGE_RANK_STEP_TIME)
+    (st,) = s.steps
+    assert (st.step, st.step_time_s, st.rank) == (0, 257.68, 64)
+    assert st.mem_allocated_gib == pytest.approx(154.02e9 / GIB)
+
+
+def test_bridge_rank_tagged_step_time_glued_after_an_iteration_line():
+    iteration = fixture_text("bridge_llama31_8b_b200.log").splitlines()[4]
+    assert "iteration        1/" in iteration
+    s = logs.parse_text(iteration + BRIDGE_RANK_STEP_TIME)
+    (st,) = s.steps
+    assert st.step_time_s == pytest.approx(43.8246)  # the iteration line's ms value
+    assert st.mem_allocated_gib == pytest.approx(154.02e9 / GIB)
+    assert any("differ" in n for n in s.notes)  # 257.68 s is not 43.8 s: the pairing is flagged
+
+
+def test_bridge_older_tflops_variant():
+    (st,) = logs.parse_text(BRIDGE_OLD_VARIANT).steps
+    assert (st.step_time_s, st.tflops_per_gpu) == (11.65, 1158.1)
+
+
+def test_bridge_step_time_without_its_iteration_line_continues_the_numbering():
+    text = fixture_text("bridge_llama31_8b_b200.log")
+    text = text.replace("[after training is done]", BRIDGE_OLD_VARIANT + "\n[after")
+    s = logs.parse_text(text)
+    assert s.steps[-1].step == 50 and s.steps[-1].step_time_s == 11.65
+    assert any("without its iteration line" in n for n in s.notes)
+
+
+# --- Megatron-LM ----------------------------------------------------------------------------
+
+
+def test_megatron_timestamped_lines_with_throughput(reference):
+    ref = reference_csv(reference / "issue_logs" / "megatron-lm_issue756_mixtral8x7b_16xH100.csv")
+    s = logs.parse_files([LOGS / "megatron_mixtral_h100.log"])
+    assert s.format == "megatron"
+    assert [st.step for st in s.steps] == [42, 43, 44, 70]
+    assert s.steps[-1].step_time_s == pytest.approx(float(ref[71]["iteration_time_s"]))
+    assert s.steps[-1].tflops_per_gpu == float(ref[71]["tflops_per_gpu"])
+    assert [st.step_time_s for st in s.steps[:3]] == pytest.approx([5.4449, 5.5338, 5.7186])
+    assert [st.loss for st in s.steps[:2]] == pytest.approx([1.825991, 1.875063])
+    assert s.steps[2].grad_norm == 1.611
+
+
+def test_megatron_lines_without_timestamp(reference):
+    ref = reference_csv(reference / "issue_logs" / "epfllm_megatron-llm_issue11.csv")
+    s = logs.parse_files([LOGS / "megatron_no_timestamp.log"])
+    assert [st.step for st in s.steps] == [181, 182, 183, 184]
+    assert s.step_times == pytest.approx(
+        [float(ref[k]["iteration_time_s"]) for k in range(182, 186)]
+    )
+
+
+def test_megatron_2021_line_and_microsecond_timestamp_with_torchrun_prefix():
+    (old,) = logs.parse_text(MEGATRON_2021).steps
+    assert (old.step, old.step_time_s, old.loss, old.grad_norm) == (199, 1.0826, 8.440352, 3.089)
+    s = logs.parse_text(MEGATRON_DEFAULT7)
+    (new,) = s.steps
+    assert (new.step, new.step_time_s, new.tflops_per_gpu, new.rank) == (560, 1.5104, 54.1, 7)
+
+
+def test_megatron_log_interval_is_detected_from_the_iteration_numbers():
+    lines = [
+        MEGATRON_2021.replace("iteration      200/", f"iteration {n:8d}/") for n in (10, 20, 30)
+    ]
+    s = logs.parse_text("\n".join(lines))
+    assert [st.step for st in s.steps] == [9, 19, 29]
+    assert s.log_interval == 10  # each value is an average over 10 iterations
+
+
+def test_megatron_memory_report_in_megabytes():
+    # Megatron-LM's older report_memory: "[Rank r] (after N iterations) memory (MB) | ...".
+    mem = (
+        "[Rank 0] (after 1 iterations) memory (MB) | allocated: 20480.5 | max allocated: 40960.0"
+        " | reserved: 51200.0 | max reserved: 51200.0"
+    )
+    (st,) = logs.parse_text(MEGATRON_2021.replace("200/", "  1/") + "\n" + mem).steps
+    assert st.step == 0
+    assert st.mem_allocated_gib == pytest.approx(20480.5 / 1024)
+    assert st.mem_peak_gib == pytest.approx(40.0)
+    assert st.mem_reserved_gib == pytest.approx(50.0)
+
+
+# --- NeMo 2 ---------------------------------------------------------------------------------
+
+
+def test_nemo2_progress_lines_match_the_reference_series(reference):
+    ref = reference_csv(reference / "issue_logs" / "nemo2_b200_llama3_8b_bf16_excerpt.csv")
+    s = logs.parse_files([LOGS / "nemo2_b200_llama3_8b.log"])
+    assert s.format == "nemo2"
+    assert [st.step for st in s.steps] == [45, 46, 47, 48, 49]  # 0-based, as logged
+    assert s.step_times == [float(ref[k]["iteration_time_s"]) for k in range(45, 50)]
+    # 4 significant digits in scientific notation: 1.249e+03, ..., 1.25e+03.
+    assert [st.tflops_per_gpu for st in s.steps] == [
+        float(ref[k]["tflops_per_gpu"]) for k in range(45, 50)
+    ]
+    st = s.steps[0]
+    assert st.mem_peak_gib == pytest.approx(115792977920 / GIB)  # bytes -> GiB
+    assert st.mem_reserved_gib == pytest.approx(127785762816 / GIB)
+    assert st.loss == 11.96
+    assert logs.summarize(s)["median_step_time_s"] == 6.071
+
+
+def test_nemo2_srun_prefixes_and_nemo_logger_lines(reference):
+    ref = reference_csv(reference / "issue_logs" / "bionemo_pr740_nemo2_format_excerpt.csv")
+    assert ref  # the same ProgressPrinter format, another run (steps 120-125)
+    s = logs.parse_files([LOGS / "nemo2_srun_esm2.log"])
+    assert [st.step for st in s.steps] == list(range(28, 35))
+    assert s.step_times == [0.189, 0.1903, 0.1915, 0.1894, 0.1921, 0.1893, 0.1902]
+    assert {st.rank for st in s.steps} == {0}  # `0: ` and ` 0: ` both read as rank 0
+    assert s.steps[0].loss == 2.778
+
+
+def test_nemo2_external_timestamp_prefix_and_tokens_per_second():
+    (st,) = logs.parse_text(NEMO2_TIMESTAMPED).steps
+    assert (st.step, st.step_time_s, st.tokens_per_s_per_gpu) == (527, 2.389, 6859.0)
+
+
+def test_nemo2_dgxc_memory_fields():
+    (st,) = logs.parse_text(NEMO2_DGXC).steps
+    assert (st.step, st.step_time_s, st.loss) == (49, 2.693, 12.81)
+    assert st.mem_peak_gib == pytest.approx(72972500992 / GIB)
+    assert st.mem_allocated_gib == pytest.approx(34466545664 / GIB)
+
+
+def test_nemo2_global_step_is_used_across_epochs():
+    line = NEMO2_DGXC.replace("epoch 0, iteration 49/49", "epoch 1, iteration 0/49").replace(
+        "global_step: 49", "global_step: 50"
+    )
+    (st,) = logs.parse_text(line).steps
+    assert st.step == 50
+
+
+def test_nemo_delta_timing_callback_lines():
+    # nemo/utils/exp_manager.py DeltaTimingCallback: f'Step {n}: {name} in s={dt}' via logging.
+    text = (
+        "[NeMo I 2025-10-02 13:24:01 exp_manager:452] Step 11: train_step_timing in s=2.7104\n"
+        "[NeMo I 2025-10-02 13:24:04 exp_manager:452] Step 12: train_step_timing in s=2.6931\n"
+        "[NeMo I 2025-10-02 13:24:05 exp_manager:452] Step 0: validation_step_timing in s=0.51\n"
+    )
+    assert logs.detect_format(text) == "nemo_delta_timing"
+    s = logs.parse_text(text)
+    assert [(st.step, st.step_time_s) for st in s.steps] == [(11, 2.7104), (12, 2.6931)]
+
+
+# --- Automodel ------------------------------------------------------------------------------
+
+
+def test_automodel_step_time_is_derived_from_tokens_per_step():
+    s = logs.parse_files([LOGS / "automodel_train_ft.log"], tokens_per_step=524288)
+    assert s.format == "automodel"
+    assert [st.step for st in s.steps] == [1, 2, 3]
+    assert s.step_times == pytest.approx(
+        [524288 / 132005.57, 524288 / 146246.38, 524288 / 145236.76]
+    )
+    # The log's own timestamps (1 s resolution) agree: 07:13:33 -> 07:13:37 -> 07:13:41.
+    assert s.step_times[1] == pytest.approx(4.0, abs=1.0)
+    st = s.steps[0]
+    assert (st.loss, st.grad_norm, st.mem_peak_gib) == (10.9521, 12.9375, 38.39)
+    assert st.tokens_per_s_per_gpu == 66002.79  # as logged: Automodel divides by dp*cp
+    two = logs.parse_files([LOGS / "automodel_train_ft.log"], tokens_per_step=524288, num_gpus=2)
+    assert two.steps[0].tokens_per_s_per_gpu == pytest.approx(132005.57 / 2)
+
+
+def test_automodel_without_tokens_per_step_says_what_to_pass():
+    with pytest.raises(LogParseError, match=r"automodel_train_ft\.log: .*tokens_per_step"):
+        logs.parse_files([LOGS / "automodel_train_ft.log"])
+    (st,) = logs.parse_text(AUTOMODEL_H200, tokens_per_step=524288).steps
+    assert (st.step, st.step_time_s) == (4, pytest.approx(524288 / 15014.28))
+
+
+def test_automodel_benchmark_recipe_lines():
+    # Line shapes of nemo_automodel/recipes/llm/benchmark.py (f-strings), behind Automodel's
+    # "%(asctime)s | %(levelname)s | %(name)s | %(message)s" log format.
+    p = "2025-11-03 10:00:0{} | INFO | nemo_automodel.recipes.llm.benchmark | "
+    times = [9.812345, 4.51, 4.402, 4.398, 4.406]
+    lines = [p.format(0) + "Running 5 iterations with 2 warmup steps"]
+    for i, t in enumerate(times):
+        lines += [
+            p.format(i) + f"Rank 0 | Iteration {i}",
+            p.format(i) + f"Rank 0 | Iteration {i} | num_label_tokens=524288 | "
+            f"Max Memory Allocated: 61.2{i} GB | loss=11.98{i}",
+            p.format(i) + f"Max iter time: {t:.6f} seconds",
+            p.format(i) + f"MFU: {47.5 + i:.6f}%",
+        ]
+    lines += [
+        p.format(9) + "Average iteration time: 4.402 seconds (excluding first 2 warmup iterations)",
+        p.format(9) + "Average MFU: 47.581234% (excluding first 2 warmup iterations)",
+    ]
+    s = logs.parse_text("\n".join(lines))
+    assert s.format == "automodel_benchmark"
+    assert [st.step for st in s.steps] == [0, 1, 2, 3, 4]
+    assert s.step_times == times
+    assert s.steps[3].mfu == pytest.approx(0.505) and s.steps[3].mem_peak_gib == 61.23
+    assert s.steps[3].loss == 11.983
+    assert s.reported == {
+        "average_step_time_s": 4.402,
+        "warmup_steps": 2.0,
+        "average_mfu": 0.47581234,
+    }
+
+
+# --- TorchTitan -----------------------------------------------------------------------------
+
+
+def test_torchtitan_step_times_from_log_timestamps():
+    s = logs.parse_files([LOGS / "torchtitan_gc_profiler.log"])
+    assert s.format == "torchtitan"
+    # step: 200 is step 199; it has no earlier timestamp to measure from and is dropped.
+    assert [st.step for st in s.steps] == [209, 219, 229, 239, 249]
+    assert s.log_interval == 10  # tps is an average over log_freq = 10 steps
+    assert s.steps[0].step_time_s == pytest.approx((64.970 - 50.322) / 10)  # 22:31:04.970 - :50.322
+    assert s.steps[0].tokens_per_s_per_gpu == 5593.0  # `tps: 5,593`
+    assert (s.steps[0].tflops_per_gpu, s.steps[0].mfu) == (323.92, 0.3275)
+    assert s.steps[0].mem_reserved_gib == 49.66
+    assert any("timestamps" in n for n in s.notes)
+
+
+def test_torchtitan_step_times_from_tokens_per_step():
+    s = logs.parse_files(
+        [LOGS / "torchtitan_gc_profiler.log"], tokens_per_step=8 * 8192, num_gpus=8
+    )
+    assert s.steps[0].step == 199
+    assert s.steps[0].step_time_s == pytest.approx(8192 / 5856)
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+
+def test_a_log_without_step_times_names_the_file_and_the_formats_tried(tmp_path):
+    log = tmp_path / "slurm-123.out"
+    log.write_text("NCCL INFO Bootstrap\n[NeMo I 2025-10-02 13:23:36 utils:662] Setting up\n")
+    with pytest.raises(LogParseError) as e:
+        logs.parse_files([log])
+    msg = str(e.value)
+    assert str(log) in msg and "no step-time lines found" in msg
+    assert "nemo2" in msg and "megatron_bridge" in msg and "\n" not in msg
+
+
+def test_a_missing_file_and_a_directory_are_named(tmp_path):
+    with pytest.raises(LogParseError, match=r"nope\.log: no such log file"):
+        logs.parse_files([tmp_path / "nope.log"])
+    with pytest.raises(LogParseError, match="is a directory"):
+        logs.parse_files([tmp_path])
+    with pytest.raises(LogParseError, match="no log files given"):
+        logs.parse_files([])
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [
+        ("bridge_llama31_8b_b200.log", "megatron_bridge"),
+        ("bridge_steptime_only_gb200.log", "megatron_bridge"),
+        ("megatron_mixtral_h100.log", "megatron"),
+        ("nemo2_srun_esm2.log", "nemo2"),
+        ("automodel_train_ft.log", "automodel"),
+        ("torchtitan_gc_profiler.log", "torchtitan"),
+    ],
+)
+def test_detect_format(name, fmt):
+    assert logs.detect_format(fixture_text(name)) == fmt
+    assert logs.detect_format((LOGS / name).read_bytes()) == fmt
+
+
+def test_detect_format_of_text_without_steps():
+    assert logs.detect_format("hello\nNCCL INFO ring 0\n") == "unknown"
