@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import pytest
 
-from perfgate import catalog
+from perfgate import catalog, models
 from perfgate.catalog import Row
 
 GPUS = ("h100", "h200", "b200", "gb200", "b300", "gb300")
@@ -20,8 +20,6 @@ ROW_ARG = "perfgate_row"
 
 def family_of(model: str) -> str:
     """The model family marker of a catalog model name (from perfgate.models)."""
-    from perfgate import models
-
     return models.get(model).family
 
 

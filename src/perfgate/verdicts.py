@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from perfgate import stats
+from perfgate import flops, stats
 from perfgate.catalog import Baseline, Row
+from perfgate.errors import PerfgateError
 from perfgate.launch.types import Diagnosis, RunRecord, RunResult
 from perfgate.logs import StepSeries
 
@@ -23,7 +24,7 @@ from perfgate.logs import StepSeries
 PASS, REGRESSION, IMPROVEMENT, INCONCLUSIVE = "PASS", "REGRESSION", "IMPROVEMENT", "INCONCLUSIVE"
 NO_BASELINE, INFRA = "NO_BASELINE", "INFRA"
 VERDICTS = (REGRESSION, INFRA, INCONCLUSIVE, NO_BASELINE, IMPROVEMENT, PASS)
-DEFAULT_TOLERANCE = 0.05  # llmb's own rule (within 5%) when neither row nor --tolerance sets one
+DEFAULT_TOLERANCE = stats.DEFAULT_TOLERANCE  # when neither the row nor --tolerance sets one
 CONVENTIONS = ("nemo2", "megatron")
 
 
@@ -97,8 +98,6 @@ def _peak_memory(series: StepSeries) -> float | None:
 
 def measure(row: Row, series: StepSeries, window: stats.Window) -> tuple[Measured | None, str]:
     """Summarize a series; (None, reason) when it has no steady state."""
-    from perfgate import flops
-
     summary = stats.summarize_run(series.step_times, window=window)
     if not summary.steady:
         return None, summary.reason or "no steady state"
@@ -106,18 +105,25 @@ def measure(row: Row, series: StepSeries, window: stats.Window) -> tuple[Measure
     tflops: dict[str, float] = {}
     mfu: dict[str, float] = {}
     tokens = peak = 0.0
-    for conv in CONVENTIONS:
-        t = flops.throughput(
-            model=row.model,
-            gpu=row.gpu,
-            precision=row.precision,
-            num_gpus=row.num_gpus,
-            gbs=row.gbs,
-            seq_len=row.seq_len,
-            step_time_s=step_time,
-            task=row.task,
-            convention=conv,
-        )
+    wanted = [*CONVENTIONS]
+    if row.baseline is not None and row.baseline.flops_convention not in (None, *wanted):
+        wanted.append(row.baseline.flops_convention)  # compare like with like in the report
+    for conv in wanted:
+        try:
+            t = flops.throughput(
+                row.model,
+                row.gpu,
+                row.precision,
+                row.num_gpus,
+                row.gbs,
+                row.seq_len,
+                step_time,
+                row.task,
+                conv,
+                tp=row.tp,
+            )
+        except PerfgateError:  # a published convention may not cover this model family
+            continue
         tflops[conv], mfu[conv] = t.tflops_per_gpu, t.mfu
         tokens, peak = t.tokens_per_s_per_gpu, t.peak_tflops
     return (
@@ -165,6 +171,8 @@ def evaluate(
     """Judge one row from its RunResult: INFRA, NO_BASELINE or the comparison's verdict."""
     tol = tolerance_of(row, tolerance)
     conv = convention or (row.baseline.flops_convention if row.baseline else None) or "nemo2"
+    if conv not in CONVENTIONS and not (row.baseline and row.baseline.flops_convention == conv):
+        conv = "nemo2"
     common = {"tolerance": tol, "convention": conv}
     if not result.ok:
         d: Diagnosis = result.diagnosis  # type: ignore[assignment]
