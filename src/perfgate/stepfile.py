@@ -41,6 +41,7 @@ class StepRecord:
     log_format: str | None = None  # its format as perfgate.logs detected it
     log_interval: int = 1  # >1: each step value is an average over that many steps
     env: dict[str, str] = field(default_factory=dict)  # variables the workload set (no secrets)
+    peak_memory_gib_per_rank: list[float] = field(default_factory=list)  # index = global rank
 
     def to_series(self, source: str = "steps.json") -> StepSeries:
         """The recorded steps as a StepSeries (format 'perfgate')."""

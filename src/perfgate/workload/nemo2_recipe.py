@@ -43,12 +43,19 @@ class RecipeInputs:
     finetune_data: str | None = None  # llmb checkpoint_and_dataset / NEMO_HOME layout
 
 
-def _params(cfg: fdl.Buildable) -> set[str] | None:
-    """Parameter names the config's class accepts; None when it takes **kwargs."""
+def _params(cfg: fdl.Buildable) -> set[str]:
+    """Named parameters of the config's class.
+
+    **kwargs do not count: MegatronStrategy forwards them to torch's DDP, where a misspelled
+    knob would be silently dropped or fail late, so overrides may only name real parameters.
+    """
     sig = cfg.__signature_info__.signature
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
-        return None
-    return set(sig.parameters)
+    named = {
+        name
+        for name, p in sig.parameters.items()
+        if p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+    }
+    return named | set(cfg.__arguments__)
 
 
 def _class_name(cfg: Any) -> str:
@@ -59,7 +66,7 @@ def _class_name(cfg: Any) -> str:
 def set_field(cfg: fdl.Buildable, name: str, value: Any, where: str) -> None:
     """Set a config field, refusing names its class does not take (fiddle would accept them)."""
     params = _params(cfg)
-    if params is not None and name not in params:
+    if name not in params:
         raise ConfigError(
             f"{where}: {_class_name(cfg)} has no field {name!r}{suggest(name, params)}"
         )
@@ -109,7 +116,7 @@ def set_path(recipe: run.Partial, path: str, value: Any, origin: str = "override
         if not isinstance(node, fdl.Buildable):
             raise ConfigError(f"{where}: {'.'.join(walked)} is {node!r}, not a config object")
         params = _params(node)
-        if params is not None and seg not in params:
+        if seg not in params:
             raise ConfigError(
                 f"{where}: {_class_name(node)} has no field {seg!r}{suggest(seg, params)}"
             )
@@ -128,8 +135,7 @@ def set_path(recipe: run.Partial, path: str, value: Any, origin: str = "override
 
 def _try_set(cfg: fdl.Buildable, name: str, value: Any) -> None:
     """Set where this NeMo/Megatron-Core version has the field (as NVIDIA's scripts do)."""
-    params = _params(cfg)
-    if params is None or name in params:
+    if name in _params(cfg):
         setattr(cfg, name, value)
 
 
@@ -216,6 +222,11 @@ def _set_precision(recipe: run.Partial, row: Mapping[str, Any]) -> None:
     precision, fp8_recipe = row["precision"], row.get("fp8_recipe")
     if precision == "bf16":
         recipe.optim.config.use_precision_aware_optimizer = True
+        plugins = recipe.trainer.plugins
+        # Some recipes (Nemotron-H in NeMo 2.7) default to an FP8 plugin, or a list of one:
+        # the row's precision is the truth, so a BF16 row gets the plain BF16 plugin.
+        if isinstance(plugins, list) or getattr(plugins, "fp8", None):
+            recipe.trainer.plugins = mixed_precision.bf16_mixed()
     elif precision == "fp8":
         name = FP8_PLUGINS.get(fp8_recipe or "delayed")
         if name is None or not hasattr(mixed_precision, name):

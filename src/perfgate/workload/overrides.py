@@ -37,7 +37,7 @@ ADDABLE_CALLBACKS: dict[str, str] = {
         f"{_CB}.megatron_enable_experimental_callback.MegatronEnableExperimentalCallback"
     ),
 }
-TOP_LEVEL = ("model", "data", "trainer", "log", "resume", "optim")
+TOP_LEVEL = ("model", "data", "trainer", "log", "resume", "optim", "peft", "tokenizer")
 
 
 def parse_value(text: Any) -> Any:
@@ -107,9 +107,9 @@ def check_against_snapshot(
 ) -> None:
     """Raise a ConfigError for the first path the snapshot does not know (no NeMo needed).
 
-    valid_paths maps each settable leaf path to its default's type name; a path under a
-    config-valued leaf (e.g. a tp_comm_overlap_cfg set by the override itself) is accepted
-    when its parent is a known path.
+    valid_paths maps each settable path to its value's type name ("Config" for config
+    objects, whose fields are listed too); a path below a field whose value is None (e.g. a
+    tp_comm_overlap_cfg the recipe leaves unset) cannot be checked here and is accepted.
     """
     for path in overrides:
         if path in valid_paths:
@@ -117,11 +117,17 @@ def check_against_snapshot(
         parent = path.rsplit(".", 1)[0]
         if _under_settable_object(parent, valid_paths):
             continue
-        siblings = [p.rsplit(".", 1)[-1] for p in valid_paths if p.rsplit(".", 1)[0] == parent]
-        if siblings:
-            hint = suggest(path.rsplit(".", 1)[-1], siblings)
-            raise ConfigError(f"{origin}: override {path!r}: no such field{hint}")
-        raise ConfigError(f"{origin}: override {path!r}: no such path{suggest(path, valid_paths)}")
+        # Name the deepest known config on the way and its closest field.
+        parts = path.split(".")
+        depth = len(parts) - 1
+        while depth > 0 and ".".join(parts[:depth]) not in valid_paths:
+            depth -= 1
+        known = ".".join(parts[:depth])
+        prefix = f"{known}." if known else ""
+        fields = {p[len(prefix) :].split(".")[0] for p in valid_paths if p.startswith(prefix)}
+        hint = suggest(parts[depth], fields)
+        where = f"{known} has no field" if known else "no top-level field"
+        raise ConfigError(f"{origin}: override {path!r}: {where} {parts[depth]!r}{hint}")
 
 
 def _under_settable_object(parent: str, valid_paths: Mapping[str, str]) -> bool:
@@ -129,7 +135,7 @@ def _under_settable_object(parent: str, valid_paths: Mapping[str, str]) -> bool:
     # trainer.callbacks.MegatronCommOverlapCallback.tp_comm_overlap_cfg when it is None by
     # default) cannot be checked without NeMo: accept it here, NeMo checks it in the job.
     while "." in parent:
-        if valid_paths.get(parent) in ("NoneType", "Config"):
+        if valid_paths.get(parent) == "NoneType":
             return True
         parent = parent.rsplit(".", 1)[0]
     return False

@@ -1,0 +1,129 @@
+"""The checked-in snapshot of every settable recipe path, for login nodes without NeMo.
+
+`python -m perfgate.workload.nemo2_snapshot [--write]` (in a NeMo venv) walks the recipe
+each catalog model gets from the nemo2 backend, pretraining and fine-tuning, and lists every
+field of every config object with the type of its value. The contract test regenerates it
+and fails when the checked-in file differs, so the snapshot always matches the pinned NeMo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+SNAPSHOT = Path(__file__).with_name("nemo2_paths.json")
+
+# A representative row per task: the fields only shape values, not which paths exist,
+# except that H100 BF16 selects a TP-overlap userbuffer config where the model has one.
+_BASE = {
+    "gpu": "h100",
+    "precision": "bf16",
+    "num_gpus": 8,
+    "gpus_per_node": 8,
+    "gbs": 8,
+    "mbs": 1,
+    "seq_len": 4096,
+    "tp": 1,
+    "pp": 1,
+    "cp": 1,
+    "ep": 1,
+}
+
+
+def _walk(cfg: Any, prefix: str, out: dict[str, str], seen: set[int] | None = None) -> None:
+    import fiddle as fdl
+
+    from perfgate.workload.nemo2_recipe import _class_name, _params
+
+    seen = set() if seen is None else seen
+    seen.add(id(cfg))
+    for name in sorted(_params(cfg)):
+        try:
+            value = getattr(cfg, name)
+        except (AttributeError, TypeError, ValueError):  # required, or a default_factory
+            value = None
+        path = f"{prefix}.{name}" if prefix else name
+        if prefix == "trainer" and name == "callbacks" and isinstance(value, list):
+            for cb in value:
+                _walk(cb, f"trainer.callbacks.{_class_name(cb)}", out, seen)
+            continue
+        if isinstance(value, fdl.Buildable):
+            out[path] = "Config"
+            if id(value) not in seen:  # e.g. the FLOPs callback's model_config is model.config
+                _walk(value, path, out, seen)
+        else:
+            out[path] = type(value).__name__
+
+
+def recipe_paths(row: dict[str, Any]) -> dict[str, str]:
+    """Every settable path of the row's recipe (plus addable callbacks) -> type name."""
+    import nemo_run as run
+
+    from perfgate.workload.nemo2_recipe import RecipeInputs, _import, build_recipe
+    from perfgate.workload.overrides import ADDABLE_CALLBACKS
+
+    recipe = build_recipe(row, RecipeInputs(steps=50, mock_data=False))
+    out: dict[str, str] = {}
+    _walk(recipe, "", out)
+    for name, dotted in ADDABLE_CALLBACKS.items():
+        if not any(p.startswith(f"trainer.callbacks.{name}.") for p in out):
+            _walk(run.Config(_import(dotted)), f"trainer.callbacks.{name}", out)
+    return out
+
+
+def generate() -> dict[str, Any]:
+    """The snapshot: versions, paths common to all models, and each model's own paths."""
+    from perfgate.workload.nemo2_models import NEMO2_MODELS
+
+    per_model: dict[str, dict[str, str]] = {}
+    for model in sorted(NEMO2_MODELS):
+        for task in ("pretrain", "lora") if NEMO2_MODELS[model].hf_id else ("pretrain",):
+            row = {**_BASE, "id": f"{task}-{model}", "task": task, "model": model}
+            if model == "deepseek_v3":
+                row["pp"] = 1
+            per_model[f"{task}:{model}"] = recipe_paths(row)
+    keys = list(per_model)
+    common = {
+        p: t for p, t in per_model[keys[0]].items() if all(per_model[k].get(p) == t for k in keys)
+    }
+    return {
+        "versions": {d: metadata.version(d) for d in ("nemo_toolkit", "megatron-core")},
+        "common": dict(sorted(common.items())),
+        "recipes": {
+            k: dict(sorted((p, t) for p, t in v.items() if p not in common))
+            for k, v in per_model.items()
+        },
+    }
+
+
+def load() -> dict[str, Any]:
+    """The checked-in snapshot."""
+    return json.loads(SNAPSHOT.read_text())
+
+
+def valid_paths(model: str, task: str, snapshot: dict[str, Any] | None = None) -> dict[str, str]:
+    """Settable paths of that model's recipe for the task (sft and lora share a recipe)."""
+    snap = snapshot or load()
+    key = f"{'pretrain' if task == 'pretrain' else 'lora'}:{model}"
+    return {**snap["common"], **snap["recipes"].get(key, {})}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the snapshot as JSON, or --write it over the checked-in file."""
+    parser = argparse.ArgumentParser(prog="python -m perfgate.workload.nemo2_snapshot")
+    parser.add_argument("--write", action="store_true", help=f"overwrite {SNAPSHOT.name}")
+    args = parser.parse_args(argv)
+    text = json.dumps(generate(), indent=0, sort_keys=True) + "\n"
+    if args.write:
+        SNAPSHOT.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Check a row's overrides before anything is submitted, on a login node with or without NeMo.
+
+With NeMo importable the recipe is built for real and every override applied; without it
+the paths are checked against nemo2_paths.json (the snapshot the contract test proves
+current for the pinned NeMo). Values below a config-valued field the snapshot records as
+None cannot be checked there; the job checks them with NeMo before training starts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping
+from typing import Any
+
+from perfgate.errors import ConfigError
+from perfgate.workload.overrides import check_against_snapshot, merged_overrides
+
+
+def nemo_importable() -> bool:
+    """True when this interpreter has the NeMo 2.x LLM collection."""
+    try:
+        return importlib.util.find_spec("nemo.collections.llm") is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def check_overrides(
+    row: Mapping[str, Any],
+    overrides: Mapping[str, Any] | None = None,
+    mock_data: bool = False,
+    use_nemo: bool | None = None,
+) -> str:
+    """Raise a one-line ConfigError for a bad override; return how the check was made."""
+    origin = f"row {row.get('id')!r}"
+    backend = row.get("backend", "nemo2")
+    merged = merged_overrides(row.get("overrides") or {}, overrides or {})
+    if backend == "command":
+        if merged:
+            raise ConfigError(
+                f"{origin}: backend 'command' runs a command, it has no recipe to "
+                f"override ({', '.join(merged)})"
+            )
+        return "no overrides (command backend)"
+    if backend == "automodel":
+        from perfgate.workload.automodel import check_overrides as check_automodel
+
+        check_automodel(row, merged, origin)
+        return "checked against the generated Automodel YAML"
+    if backend == "megatron_bridge":
+        return "not checked before submission (Megatron-Bridge checks them in the job)"
+    use_nemo = nemo_importable() if use_nemo is None else use_nemo
+    if use_nemo:
+        from perfgate.workload.nemo2_recipe import RecipeInputs, build_recipe
+
+        try:
+            build_recipe(row, RecipeInputs(overrides=overrides or {}, mock_data=mock_data))
+        except ConfigError as e:
+            raise ConfigError(f"{origin}: {e}") from None
+        return "checked by building the recipe with the installed NeMo"
+    from perfgate.workload.nemo2_models import nemo2_model
+    from perfgate.workload.nemo2_snapshot import load, valid_paths
+
+    nemo2_model(str(row.get("model")))  # an unknown model is its own clear error
+    snapshot = load()
+    check_against_snapshot(
+        merged, valid_paths(str(row["model"]), str(row["task"]), snapshot), origin
+    )
+    return f"checked against the snapshot of NeMo {snapshot['versions']['nemo_toolkit']}"
