@@ -347,6 +347,7 @@ def run_args(config: pytest.Config) -> list[str]:
         ("tolerance", "--tolerance"),
         ("finetune_data", "--finetune-data"),
         ("baselines_dir", "--baselines-dir"),
+        ("replay", "--replay"),
     ):
         value = opt(name)
         if value is None or (name, value) in (
@@ -366,6 +367,8 @@ def run_args(config: pytest.Config) -> list[str]:
             args += [flag, value]
     if opt("mock_finetune_data"):
         args.append("--mock-finetune-data")
+    if opt("dry_run"):
+        args.append("--dry-run")
     return args
 
 

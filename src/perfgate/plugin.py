@@ -126,12 +126,14 @@ class PerfgateState:
         return verdicts.evaluate(row, result, source=s.mode, window=s.window, tolerance=s.tolerance)
 
     def _dry_run(self, row: Row, info: dict[str, Any]) -> Evaluation:
-        from perfgate import launch, workload
+        from perfgate import launch
+        from perfgate.launch.planning import row_dict
+        from perfgate.workload.describe import describe
 
         s = self.settings
         plan = launch.plan(row, s.launch)
         info["plan"] = plan
-        info["description"] = workload.describe(row, s.launch.overrides)
+        info["description"] = describe(row_dict(row), s.launch.overrides, steps=s.launch.steps)
         msg = (
             f"{row.id}: dry run: {plan.nodes} node(s) x {plan.tasks_per_node} GPUs, "
             f"time limit {plan.time_limit_min} min, {plan.gpu_hours:.1f} GPU-hours at most"

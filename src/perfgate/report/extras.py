@@ -89,7 +89,11 @@ def extras_for(rec: dict[str, Any]) -> list[dict[str, Any]]:
     if rec.get("measured") or rec.get("comparison"):
         out.append(_json(stats_json(rec), "stats"))
     out.append(_text(rec.get("repro", ""), "repro command"))
-    parts = [_details("repro command", rec.get("repro", ""))]
+    parts = []
+    comp = rec.get("comparison") or {}
+    if comp.get("reason"):
+        parts.append(_details(f"verdict: {rec.get('verdict')}", comp["reason"]))
+    parts.append(_details("repro command", rec.get("repro", "")))
     plan = rec.get("plan") or {}
     job = rec.get("job") or {}
     script = plan.get("sbatch_script") or job.get("sbatch_script")

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-W, H = 680, 260
-LEFT, RIGHT, TOP, BOTTOM = 62, 16, 28, 38
+W, H = 680, 290
+LEFT, RIGHT, TOP, BOTTOM = 62, 16, 28, 66
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
 
 
@@ -134,7 +134,7 @@ def step_time_svg(
         top = max(t.points, key=lambda p: p[1])
         if top[1] > hi:
             out.append(
-                f'<text x="{sx(top[0]) + 6:.1f}" y="{TOP + 10}" fill="{color}">'
+                f'<text x="{sx(top[0]) + 12:.1f}" y="{TOP + 12}" fill="{color}">'
                 f"step {top[0]}: {top[1]:.4g} s</text>"
             )
     # axes and ticks
@@ -152,7 +152,8 @@ def step_time_svg(
             f'<text x="{x:.1f}" y="{TOP + ph + 16}" text-anchor="middle">{v:g}</text>'
         )
     out.append(
-        f'<text x="{LEFT + pw / 2:.0f}" y="{H - 6}" text-anchor="middle">step (0-based)</text>'
+        f'<text x="{LEFT + pw / 2:.0f}" y="{TOP + ph + 30}" text-anchor="middle">'
+        "step (0-based)</text>"
         f'<text x="14" y="{TOP + ph / 2:.0f}" text-anchor="middle" '
         f'transform="rotate(-90 14 {TOP + ph / 2:.0f})">step time (s)</text>'
     )
@@ -162,6 +163,7 @@ def step_time_svg(
 
 
 def _legend(traces, window, baseline_s, tolerance, median_s) -> str:
+    """One row of legend entries under the x axis (never over the data)."""
     items = [(COLORS[k % len(COLORS)], t.label) for k, t in enumerate(traces)]
     if median_s is not None:
         items.append(("#333", f"steady median {median_s:.4g} s"))
@@ -170,17 +172,17 @@ def _legend(traces, window, baseline_s, tolerance, median_s) -> str:
     if baseline_s is not None:
         band = f" ± {tolerance:.1%}" if tolerance is not None else ""
         items.append(("#ff7f0e", f"baseline {baseline_s:.4g} s{band}"))
-    x = W - RIGHT - 200
-    parts = [
-        f'<rect x="{x - 4}" y="{TOP + 1}" width="200" height="{14 * len(items) + 6}" '
-        'fill="white" fill-opacity="0.85"/>'
-    ]
-    for k, (color, label) in enumerate(items):
-        y = TOP + 12 + 14 * k
+    parts = []
+    x, y = LEFT, H - 12
+    for color, label in items:
+        width = 24 + 6.6 * len(label)
+        if x + width > W - RIGHT and x > LEFT:
+            x, y = LEFT, y + 14  # wrap (rare: long image names in A/B labels)
         parts.append(
-            f'<rect x="{x}" y="{y - 8}" width="10" height="10" fill="{color}" fill-opacity="0.7"/>'
-            f'<text x="{x + 14}" y="{y + 1}">{escape(label)}</text>'
+            f'<rect x="{x:.0f}" y="{y - 9}" width="10" height="10" fill="{color}" '
+            f'fill-opacity="0.7"/><text x="{x + 14:.0f}" y="{y}">{escape(label)}</text>'
         )
+        x += width
     return "".join(parts)
 
 
@@ -194,14 +196,14 @@ def _empty(title: str) -> str:
 
 def svg_for_record(rec: dict) -> str:
     """The plot of one results.json record."""
-    traces = [
-        Trace(
-            f"{run['label']}" + (f" ({run['image']})" if run.get("image") else ""),
-            [(int(i), float(s)) for i, s in run["steps"]],
-        )
-        for run in rec.get("runs", [])
-        if run.get("steps")
-    ]
+    runs = [run for run in rec.get("runs", []) if run.get("steps")]
+    traces = []
+    for run in runs:
+        # One run: it is simply "the measured step time"; A/B runs are named by label/image.
+        label = "measured step time" if len(runs) == 1 else run["label"]
+        if len(runs) > 1 and run.get("image"):
+            label += f" ({run['image']})"
+        traces.append(Trace(label, [(int(i), float(t)) for i, t in run["steps"]]))
     m = rec.get("measured") or {}
     base = rec.get("baseline") or {}
     window = tuple(m["window"]) if m.get("window") else None

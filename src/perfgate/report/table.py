@@ -183,7 +183,8 @@ def signoff_html(records: Sequence[Record], session: dict[str, Any] | None = Non
         '<div class="perfgate-signoff">',
         f"<h2>perfgate sign-off</h2><p>{len(records)} rows ({mode}): {badges}</p>",
     ]
-    notable = [r for r in worst_first(records) if r.get("verdict") not in ("PASS", "DRY_RUN")]
+    quiet = ("PASS", "DRY_RUN", "SKIPPED")  # counted above; skip reasons are in pytest -rs
+    notable = [r for r in worst_first(records) if r.get("verdict") not in quiet]
     if notable:
         lines.append(
             "<table><tr><th>Verdict</th><th>Row</th><th>Δ step time</th><th>Detail</th></tr>"
@@ -207,8 +208,10 @@ def terminal_lines(records: Sequence[Record]) -> list[str]:
     c = counts(records)
     order = [v for v in VERDICT_ORDER if c.get(v)]
     out = ["  ".join(f"{v}: {c[v]}" for v in order)]
+    if c.get("SKIPPED"):
+        out[0] += "  (pytest -rs lists why rows were skipped)"
     for r in worst_first(records):
-        if r.get("verdict") in ("PASS", "DRY_RUN"):
+        if r.get("verdict") in ("PASS", "DRY_RUN", "SKIPPED"):
             continue
         out.append(f"{r.get('verdict', ''):<12} {r.get('message', '')}")
     return out
