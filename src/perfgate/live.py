@@ -18,7 +18,7 @@ import pytest
 from perfgate.catalog import Row
 from perfgate.launch.types import JobStatus, LaunchOptions, RunResult
 
-POLL_S = 15.0
+POLL_S = 5.0
 
 
 def say(config: pytest.Config, line: str) -> None:

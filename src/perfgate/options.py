@@ -149,6 +149,13 @@ def addoption(parser: pytest.Parser) -> None:
         help="at most N jobs queued or running at once (default: all)",
     )
     g.addoption(
+        "--poll-interval",
+        metavar="S",
+        type=float,
+        default=5.0,
+        help="seconds between job-state polls while tests wait (default 5)",
+    )
+    g.addoption(
         "--finetune-data",
         metavar="DIR",
         default=None,
@@ -275,6 +282,8 @@ def settings_from_config(config: pytest.Config) -> Settings:
     steps = opt("steps")
     if steps < 1:
         raise ConfigError(f"--steps {steps}: must be at least 1")
+    if not opt("poll_interval") > 0:
+        raise ConfigError(f"--poll-interval {opt('poll_interval')}: must be positive seconds")
     tol = opt("tolerance")
     if tol is not None and not 0 < tol < 1:
         raise ConfigError(f"--tolerance {tol}: must be a fraction in (0, 1), e.g. 0.03")
@@ -312,6 +321,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
         max_concurrent_jobs=opt("max_concurrent_jobs"),
         finetune_data=opt("finetune_data"),
         mock_finetune_data=opt("mock_finetune_data"),
+        poll_interval_s=opt("poll_interval"),
     )
     return Settings(
         launch=launch,

@@ -59,12 +59,9 @@ class PerfgateState:
 
     @property
     def catalog(self) -> catalog.Catalog:
-        """baselines/*.json, loaded on first use; a bad file is a one-line usage error."""
+        """baselines/*.json, loaded on first use (a bad file raises its one-line ConfigError)."""
         if self._catalog is None:
-            try:
-                self._catalog = catalog.load_catalog(self.settings.baselines_dir)
-            except PerfgateError as e:
-                raise pytest.UsageError(str(e)) from None
+            self._catalog = catalog.load_catalog(self.settings.baselines_dir)
         return self._catalog
 
     def session_info(self) -> dict[str, Any]:
@@ -99,7 +96,11 @@ class PerfgateState:
             self.index = replay.ReplayIndex(s.replay, rows)  # type: ignore[arg-type]
         elif s.mode == "live" and rows:
             self.runner = LiveRunner(
-                s.launch, s.results_dir, resume=s.resume, announce=lambda m: say(self.config, m)
+                s.launch,
+                s.results_dir,
+                resume=s.resume,
+                announce=lambda m: say(self.config, m),
+                poll_s=s.launch.poll_interval_s,
             )
             if not self.is_worker:
                 self.runner.install_signal_handlers()
@@ -215,13 +216,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     tasks = getattr(metafunc.module, "ROW_TASKS", None)
     if not tasks:
-        raise pytest.UsageError(f"{metafunc.module.__file__}: define ROW_TASKS, e.g. ('pretrain',)")
+        pytest.fail(f"{metafunc.module.__file__}: define ROW_TASKS, e.g. ('pretrain',)", False)
     state = metafunc.config.stash[STATE]
     try:
-        rows = selection.rows_for(state.catalog, tasks)
-        metafunc.parametrize(ROW_ARG, selection.params(rows))
+        rows, error = selection.rows_for(state.catalog, tasks), None
     except PerfgateError as e:
-        raise pytest.UsageError(str(e)) from None
+        rows, error = [], str(e)
+    if error:  # a collection error showing only the message: file, row, field and value
+        pytest.fail(error, pytrace=False)
+    metafunc.parametrize(ROW_ARG, selection.params(rows))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
