@@ -18,6 +18,7 @@ import pytest
 from perfgate.errors import ConfigError
 from perfgate.launch.types import LaunchOptions
 from perfgate.secrets import is_secret
+from perfgate.workload.overrides import parse_overrides
 
 EXECUTORS = ("slurm", "local")
 
@@ -254,14 +255,6 @@ def parse_window(text: str) -> Any:
     return (a, b)
 
 
-def _override_value(text: str) -> Any:
-    """JSON when it parses (numbers, true/false, lists), else the string as given."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
 def strict_mode(config: pytest.Config) -> bool:
     """pytest's own --strict (pytest 9: the `strict` ini switch; pytest 8: the old flag).
 
@@ -297,7 +290,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
     cli_env = _pairs(opt("env"), "--env")
     _refuse_secrets(cli_env, "--env")
     env.update(cli_env)
-    overrides = {k: _override_value(v) for k, v in _pairs(opt("override"), "--override").items()}
+    overrides = parse_overrides(opt("override"))
     mounts = tuple(m for arg in opt("container_mounts") for m in arg.split(",") if m)
     replay = opt("replay")
     if replay is not None and not Path(replay).is_dir():

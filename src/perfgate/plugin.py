@@ -89,8 +89,22 @@ class PerfgateState:
 
     # --- the three modes --------------------------------------------------------------------
 
+    def check_overrides(self, row: Row) -> str:
+        """Check the row's and --override's recipe paths before anything runs; say how."""
+        if row.backend == "command":  # runs a command: there is no recipe to override
+            return "no recipe overrides (command backend)"
+        from perfgate.launch.planning import row_dict
+        from perfgate.workload.validate import check_overrides
+
+        launch = self.settings.launch
+        return check_overrides(row_dict(row), launch.overrides, mock_data=launch.mock_finetune_data)
+
     def start(self, rows: list[Row], test_ids: dict[str, str] | None = None) -> None:
-        """At the start of the test loop: build the replay index or submit every row."""
+        """At the start of the test loop: build the replay index or submit every row.
+
+        Live: every row's overrides are checked and every row planned before the first job
+        is submitted, so a typo costs nothing; it stops the session as a usage error.
+        """
         s = self.settings
         if s.mode == "replay":
             self.index = replay.ReplayIndex(s.replay, rows)  # type: ignore[arg-type]
@@ -103,8 +117,13 @@ class PerfgateState:
                 poll_s=s.launch.poll_interval_s,
             )
             if not self.is_worker:
-                self.runner.install_signal_handlers()
-                self.runner.submit(rows, test_ids)
+                try:
+                    for row in rows:
+                        self.check_overrides(row)
+                    self.runner.install_signal_handlers()
+                    self.runner.submit(rows, test_ids)
+                except PerfgateError as e:
+                    raise pytest.UsageError(str(e)) from None
 
     def evaluate(self, item: pytest.Item, row: Row) -> Evaluation:
         """The evaluation of one row in the session's mode (may skip the test)."""
@@ -132,9 +151,11 @@ class PerfgateState:
         from perfgate.workload.describe import describe
 
         s = self.settings
+        checked = self.check_overrides(row)
         plan = launch.plan(row, s.launch)
         info["plan"] = plan
-        info["description"] = describe(row_dict(row), s.launch.overrides, steps=s.launch.steps)
+        text = describe(row_dict(row), s.launch.overrides, steps=s.launch.steps)
+        info["description"] = f"{text}overrides: {checked}\n"
         msg = (
             f"{row.id}: dry run: {plan.nodes} node(s) x {plan.tasks_per_node} GPUs, "
             f"time limit {plan.time_limit_min} min, {plan.gpu_hours:.1f} GPU-hours at most"
@@ -256,7 +277,12 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
 def perfgate_evaluation(request: pytest.FixtureRequest, perfgate_row: Row) -> Evaluation:
     """Wait for (or replay, or plan) this row and judge it; INFRA raises here: a test ERROR."""
     state = request.config.stash[STATE]
-    ev = state.evaluate(request.node, perfgate_row)
+    try:
+        ev, error = state.evaluate(request.node, perfgate_row), None
+    except PerfgateError as e:  # e.g. an unknown override path: one line, no traceback
+        ev, error = None, f"{perfgate_row.id}: {e}"
+    if error:
+        pytest.fail(error, pytrace=False)
     info = request.node.stash.setdefault(ITEM, {})
     info["evaluation"] = ev
     _junit_properties(request.node, ev)
@@ -359,13 +385,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
         skip_reason=info.get("skip_reason") or (_skip_text(report) if report.skipped else None),
     )
     if ev is None and report.failed:
+        lines = report.longreprtext.splitlines() if report.longreprtext else ["error"]
         rec["verdict"] = verdicts.INFRA
-        rec["message"] = (
-            f"{row.id}: {report.longreprtext.splitlines()[-1] if report.longreprtext else 'error'}"
-        )
+        rec["message"] = _with_id(row.id, lines[-1])
     report.perfgate = rec
     report.extras = [*getattr(report, "extras", []), *extras.extras_for(rec)]
     return report
+
+
+def _with_id(row_id: str, message: str) -> str:
+    """The message, prefixed with the row id unless it already names the row."""
+    return message if row_id in message else f"{row_id}: {message}"
 
 
 def _skip_text(report: pytest.TestReport) -> str:
@@ -447,7 +477,7 @@ def _dry_run_summary(tr: Any, recs: list[dict[str, Any]], verbosity: int) -> Non
     for rec in sorted(recs, key=lambda r: r["row_id"]):
         plan = rec.get("plan")
         if not plan:
-            tr.write_line(f"{rec['row_id']}: {rec.get('message', '')}")
+            tr.write_line(_with_id(rec["row_id"], rec.get("message", "")), red=True)
             continue
         total_h += plan["gpu_hours"]
         nodes += plan["nodes"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import EXAMPLES, load_examples_module
+from .suite import EXAMPLES, load_examples_module
 from .rows import make_row, with_baseline
 
 pytest_plugins = ["pytester"]

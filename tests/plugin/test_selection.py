@@ -6,7 +6,7 @@ import configparser
 
 from perfgate import catalog, hardware, models, selection
 
-from .conftest import REPO
+from .suite import REPO
 
 pytest_plugins = ["pytester"]
 
