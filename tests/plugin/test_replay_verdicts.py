@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from .suite import EXAMPLES, load_examples_module
 from .rows import make_row, with_baseline
+from .suite import EXAMPLES, load_examples_module
 
 pytest_plugins = ["pytester"]
 

@@ -13,9 +13,9 @@ from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 
-from perfgate.cli import main as perfgate_main
-
 from plugin.suite import EXAMPLES
+
+from perfgate.cli import main as perfgate_main
 
 pytest_plugins = ["pytester"]
 
