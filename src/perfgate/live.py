@@ -30,6 +30,8 @@ def say(config: pytest.Config, line: str) -> None:
     ctx = capman.global_and_fixture_disabled() if capman is not None else nullcontext()
     with ctx:
         tr.ensure_newline()
+        if tr._tw.width_of_current_line:  # after progress dots: start a fresh line
+            tr._tw.line()
         tr.write_line(line)
 
 

@@ -33,6 +33,7 @@ class Settings:
     gpus: str | None = None
     window: Any = "auto"  # "auto" or (first, last) inclusive step numbers
     tolerance: float | None = None
+    steps: int | None = None  # --steps given: it wins over the rows' own step counts
     strict: bool = False
     resume: bool = False
     update_baselines: bool = False
@@ -115,7 +116,12 @@ def addoption(parser: pytest.Parser) -> None:
         default="slurm",
         help="slurm (default) or local: run on this node with torchrun-style ranks",
     )
-    g.addoption("--steps", type=int, default=50, help="training steps per run (default 50)")
+    g.addoption(
+        "--steps",
+        type=int,
+        default=None,
+        help="training steps per run, for every selected row (default: the row's, else 50)",
+    )
     g.addoption(
         "--window",
         default="auto",
@@ -273,7 +279,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
     if opt("dry_run") and opt("replay"):
         raise ConfigError("--dry-run and --replay exclude each other: pick one")
     steps = opt("steps")
-    if steps < 1:
+    if steps is not None and steps < 1:
         raise ConfigError(f"--steps {steps}: must be at least 1")
     if not opt("poll_interval") > 0:
         raise ConfigError(f"--poll-interval {opt('poll_interval')}: must be positive seconds")
@@ -308,7 +314,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
         container_mounts=mounts,
         env=env,
         slurm_params=_pairs(opt("slurm_param"), "--slurm-param"),
-        steps=steps,
+        steps=steps or LaunchOptions.steps,
         overrides=overrides,
         results_dir=str(results_dir),
         max_concurrent_jobs=opt("max_concurrent_jobs"),
@@ -323,6 +329,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
         gpus=opt("gpus"),
         window=parse_window(opt("window")),
         tolerance=tol,
+        steps=steps,
         strict=strict_mode(config),
         resume=opt("resume"),
         update_baselines=opt("update_baselines"),

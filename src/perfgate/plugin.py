@@ -14,6 +14,7 @@ cause, job id and log tail; the verdict is asserted in the test body (verdicts.a
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import replace
 from datetime import date
 from typing import Any
 
@@ -89,6 +90,11 @@ class PerfgateState:
 
     # --- the three modes --------------------------------------------------------------------
 
+    def effective(self, row: Row) -> Row:
+        """The row as it runs: --steps, when given, replaces the row's own step count."""
+        steps = self.settings.steps
+        return row if steps is None or row.steps == steps else replace(row, steps=steps)
+
     def check_overrides(self, row: Row) -> str:
         """Check the row's and --override's recipe paths before anything runs; say how."""
         if row.backend == "command":  # runs a command: there is no recipe to override
@@ -106,6 +112,7 @@ class PerfgateState:
         is submitted, so a typo costs nothing; it stops the session as a usage error.
         """
         s = self.settings
+        rows = [self.effective(r) for r in rows]
         if s.mode == "replay":
             self.index = replay.ReplayIndex(s.replay, rows)  # type: ignore[arg-type]
         elif s.mode == "live" and rows:
@@ -128,6 +135,7 @@ class PerfgateState:
     def evaluate(self, item: pytest.Item, row: Row) -> Evaluation:
         """The evaluation of one row in the session's mode (may skip the test)."""
         s = self.settings
+        row = self.effective(row)
         info = item.stash.setdefault(ITEM, {})
         if s.mode == "dry-run":
             return self._dry_run(row, info)
