@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -68,7 +68,6 @@ class Evaluation:
     series: StepSeries | None = None
     cause: str | None = None  # INFRA: one of launch.types.CAUSES
     notes: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def delta(self) -> float | None:
@@ -169,11 +168,12 @@ def evaluate(
     convention: str | None = None,
 ) -> Evaluation:
     """Judge one row from its RunResult: INFRA, NO_BASELINE or the comparison's verdict."""
+    notes = tuple(result.notes)  # e.g. after a requeue: only the last attempt was measured
     tol = tolerance_of(row, tolerance)
     conv = convention or (row.baseline.flops_convention if row.baseline else None) or "nemo2"
     if conv not in CONVENTIONS and not (row.baseline and row.baseline.flops_convention == conv):
         conv = "nemo2"
-    common = {"tolerance": tol, "convention": conv}
+    common = {"tolerance": tol, "convention": conv, "notes": notes}
     if not result.ok:
         d: Diagnosis = result.diagnosis  # type: ignore[assignment]
         return _infra(row, source, result, d.cause, d.message, **common)
@@ -230,10 +230,13 @@ def verdict_line(row: Row, comp: stats.Comparison, measured: Measured, base: Bas
     ci = ""
     if math.isfinite(comp.ci_low) and math.isfinite(comp.ci_high):
         ci = f" [{comp.ci_low:+.1%}, {comp.ci_high:+.1%}]"
+    refresh = ""
+    if comp.verdict == IMPROVEMENT:
+        refresh = "; baseline refresh advised (--update-baselines)"
     return (
         f"{row.id}: {comp.verdict}: step time {measured.step_time_s:.4g} s"
         f" vs baseline {base.step_time_s:.4g} s, delta {comp.delta:+.2%}{ci},"
-        f" tolerance {comp.tolerance:.1%} ({mode_label(comp.mode)})"
+        f" tolerance {comp.tolerance:.1%} ({mode_label(comp.mode)}){refresh}"
     )
 
 
@@ -255,9 +258,6 @@ def assert_verdict(ev: Evaluation, strict: bool = False) -> None:
             pytest.fail(f"{ev.message} (--strict)", pytrace=False)
         warnings.warn(PerfgateWarning(ev.message), stacklevel=2)
     elif ev.verdict == IMPROVEMENT:
-        warnings.warn(
-            PerfgateWarning(f"{ev.message}; baseline refresh advised (--update-baselines)"),
-            stacklevel=2,
-        )
+        warnings.warn(PerfgateWarning(ev.message), stacklevel=2)
     elif ev.verdict == INFRA:
         pytest.fail(ev.message, pytrace=False)

@@ -4,38 +4,14 @@ this node (launch), the command backend runs a CPU stand-in trainer printing NeM
 
 from __future__ import annotations
 
-import sys
-
-from .rows import make_row, with_baseline
-from .suite import REPO
+from .rows import command_row, with_baseline
 
 pytest_plugins = ["pytester"]
 
-FAKE = REPO / "tests" / "integration" / "fake_train.py"
-
-
-def _row(variant: str, *args: str, **kw):
-    cmd = [sys.executable, str(FAKE), "--step-s", "0.03", "--first-step-s", "0.3", *args]
-    return make_row(
-        model="llama3_8b",
-        num_gpus=2,
-        gpus_per_node=8,
-        gbs=8,
-        mbs=1,
-        seq_len=128,
-        tp=1,
-        backend="command",
-        variant=variant,
-        overrides={"command": cmd},
-        steps=20,
-        time_limit_min=5,
-        **kw,
-    )
-
 
 def test_local_executor_session(suite):
-    ok = with_baseline(_row("ok"), 0.0305, tolerance=0.5)
-    crash = _row("crash", "--crash-at", "3", "--fail-rank", "1")
+    ok = with_baseline(command_row("ok"), 0.0305, tolerance=0.5)
+    crash = command_row("crash", "--crash-at", "3", "--fail-rank", "1")
     suite.write_rows([ok, crash])
     result = suite.run("--executor", "local", "--poll-interval", "0.2")
     assert result.ret == 1
