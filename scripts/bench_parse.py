@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Benchmark perfgate.logs.parse_files on a synthetic all-rank log of a 1000-GPU job.
 
-The log imitates `srun -l` output of a Megatron-Bridge run with NCCL_DEBUG=INFO: every line
-carries its rank label, NCCL INFO lines (real line shapes) are well over 90% of the bytes,
-banners carry invalid UTF-8, rank 0 prints `Step Time` lines and the last rank the iteration
-lines, and dp-rank-0 ranks print memory reports. It is written to a temp dir, parsed, and
-the steps found are checked against the ones written.
+Scenario 1 imitates `srun -l` output of a Megatron-Bridge run with NCCL_DEBUG=INFO: every
+line carries its rank label, NCCL INFO lines (real line shapes) are well over 90% of the
+bytes, banners carry invalid UTF-8, rank 0 prints `Step Time` lines and the last rank the
+iteration lines, and dp-rank-0 ranks print memory reports. Scenario 2 is the worst case for
+candidate lines: every rank prints its own step line (TorchTitan, torchrun `[rankN]:`
+labels). Each log is written to a temp dir, parsed, and the steps found are checked
+against the ones written.
 
     python scripts/bench_parse.py [--size-mb 400] [--ranks 1000] [--steps 200] [--repeat 3]
 """
@@ -42,6 +44,11 @@ ITERATION = (
     "number of skipped iterations:   0 | number of nan iterations:   0 |"
 )
 STEP_TIME = "Step Time : {s:.2f}s GPU utilization: 1190.8MODEL_TFLOP/s/GPU"
+TITAN = (
+    "[titan] 2026-02-24 {hh:02d}:{mm:02d}:{ss:02d},{ms:03d} - root - INFO - step: {step:2}  "
+    "loss:  7.62585  grad_norm: 26.6250  memory: {mem:5.2f}GiB(37.51%)  tps: {tps:,}  "
+    "tflops: 314.71  mfu: 13.99%"
+)
 MEMORY = (
     "[Rank {r}] (after 1 iterations) memory (GB) | mem-allocated-gigabytes: 50.804 | "
     "mem-max-allocated-gigabytes: 116.45 | mem-max-reserved-gigabytes: 127.05 | "
@@ -107,6 +114,34 @@ def write_log(path: Path, size_mb: int, ranks: int, steps: int, seed: int = 0) -
     return times
 
 
+def write_titan_log(path: Path, ranks: int, steps: int, seed: int = 0) -> list[float]:
+    """Every rank prints every step (log_freq 1); return the step times rank 0's stamps give."""
+    rng = random.Random(seed)
+    flood = flood_block(ranks, rng, 64 << 10).replace(b": ", b"]:", 1)
+    t_ms = 0
+    times = []
+    with path.open("wb") as f:
+        for step in range(1, steps + 1):
+            dt = 2000 + rng.randrange(50) if step > 1 else 30000
+            t_ms += dt
+            if step > 1:
+                times.append(dt / 1000)
+            hh, rest = divmod(t_ms // 1000, 3600)
+            f.write(flood)
+            for r in range(ranks):
+                line = TITAN.format(
+                    hh=hh % 24,
+                    mm=rest // 60,
+                    ss=rest % 60,
+                    ms=t_ms % 1000,
+                    step=step,
+                    mem=60 + r % 7,
+                    tps=10050 + r % 13,
+                )
+                f.write(f"[rank{r}]:{line}\n".encode())
+    return times
+
+
 def main(argv: list[str] | None = None) -> int:
     """Generate, parse, check, and print MB/s."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -154,6 +189,21 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"scan before the format is known (all {len(MARKERS)} markers): "
             f"{size / 1e6 / best_scan:.0f} MB/s, {n} candidate lines"
+        )
+        path.unlink()
+
+        path = Path(tmp) / "torchtitan-allranks.out"
+        expected = write_titan_log(path, args.ranks, args.steps)
+        size = path.stat().st_size
+        t0 = time.perf_counter()
+        series = logs.parse_files([path])
+        took = time.perf_counter() - t0
+        assert series.step_times == expected, "TorchTitan step times differ from the stamps"
+        lines = args.ranks * args.steps
+        print(
+            f"every rank logs every step (TorchTitan, {args.ranks} ranks x {args.steps} steps, "
+            f"{size / 1e6:.0f} MB): {took:.2f} s, {lines / took:,.0f} step lines/s, "
+            f"{len(series.steps)} steps found"
         )
     return 0
 

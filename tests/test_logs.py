@@ -91,6 +91,18 @@ def test_bridge_rank_tagged_step_time_glued_after_an_iteration_line():
     assert any("differ" in n for n in s.notes)  # 257.68 s is not 43.8 s: the pairing is flagged
 
 
+def test_bridge_reversed_order_and_text_glued_after_the_iteration_line():
+    lines = fixture_text("bridge_llama31_8b_b200.log").splitlines()
+    step_time, iteration = lines[3], lines[4]
+    assert step_time.startswith("Step Time : 43.83s") and "iteration        1/" in iteration
+    # The iteration line first (as in qwen3_job_nemo2602.log), with the next message glued on.
+    glued = "Number of parameters in transformer layers in billions:  232.83"
+    s = logs.parse_text(f"{iteration}{glued}\n{step_time}\n")
+    (st,) = s.steps
+    assert (st.step, st.step_time_s, st.tflops_per_gpu) == (0, 43.8246, 153.9)
+    assert st.grad_norm == 10.276 and not s.notes
+
+
 def test_bridge_older_tflops_variant():
     (st,) = logs.parse_text(BRIDGE_OLD_VARIANT).steps
     assert (st.step_time_s, st.tflops_per_gpu) == (11.65, 1158.1)
@@ -191,6 +203,12 @@ def test_nemo2_srun_prefixes_and_nemo_logger_lines(reference):
 def test_nemo2_external_timestamp_prefix_and_tokens_per_second():
     (st,) = logs.parse_text(NEMO2_TIMESTAMPED).steps
     assert (st.step, st.step_time_s, st.tokens_per_s_per_gpu) == (527, 2.389, 6859.0)
+
+
+def test_nemo2_srun_label_behind_an_external_timestamp():
+    line = NEMO2_TIMESTAMPED.replace("] Training", "] 3: Training")
+    (st,) = logs.parse_text(line).steps
+    assert (st.step, st.rank) == (527, 3)
 
 
 def test_nemo2_dgxc_memory_fields():

@@ -51,6 +51,11 @@ def test_tqdm_verbatim_bar_states():
         assert (st.step, st.step_time_s, st.loss) == (step, t, loss), line
 
 
+def test_tqdm_without_global_step_uses_the_bar_counter():
+    (st,) = logs.parse_text(TQDM_GCP.replace(" global_step=5.000,", "")).steps
+    assert (st.step, st.step_time_s) == (6, 49.50)  # bar `7/15` -> the 7th step, 0-based 6
+
+
 def test_tqdm_redraws_on_one_physical_line_keep_the_latest_state_per_step():
     # A captured .out holds every redraw of the bar on one line, separated by \r. The first
     # state of step 5 shows an older timing (number edited); the later, verbatim one must win.
@@ -266,3 +271,41 @@ def test_automodel_benchmark_rerun_in_the_same_file_keeps_the_last_attempt():
     s = logs.parse_text("\n".join(lines))
     assert [(st.step, st.step_time_s) for st in s.steps] == [(0, 9.5), (1, 4.4), (2, 4.3)]
     assert s.restarts == 1
+
+
+def test_the_marker_search_narrows_to_the_format_found():
+    from perfgate import logassemble
+    from perfgate.logscan import LineScanner
+
+    data = (LOGS / "nemo2_b200_llama3_8b.log").read_bytes()
+    scanner = LineScanner(io.BytesIO(data))
+    logassemble.collect(scanner)
+    assert scanner.markers == (b"teration",)
+    scanner = LineScanner(io.BytesIO((LOGS / "bridge_llama31_8b_b200.log").read_bytes()))
+    logassemble.collect(scanner)
+    assert scanner.markers == (b"teration", b"Step Time")
+
+
+def test_an_all_rank_log_reads_only_the_lowest_ranks():
+    lines = []
+    for step in (4, 5, 6):
+        stamp = f"19:46:{10 + step * 2:02d},508"
+        for r in reversed(range(40)):  # the highest ranks print first
+            line = TITAN_X8.replace("step:  4", f"step:  {step}").replace("19:46:17,508", stamp)
+            lines.append(f"[rank{r}]:" + line.replace("66.91GiB", f"{60 + r}.00GiB"))
+    s = logs.parse_text("\n".join(lines))
+    assert [st.step for st in s.steps] == [4, 5]  # step: 4 (index 3) has no earlier stamp
+    assert {st.rank for st in s.steps} == {0} and s.steps[0].mem_reserved_gib == 60.0
+    assert s.steps[0].step_time_s == pytest.approx(2.0)
+    assert any("32 more ranks logged step lines" in n for n in s.notes)
+
+
+def test_a_growing_log_leaves_out_its_unfinished_last_line(tmp_path):
+    log = tmp_path / "live.log"
+    text = fixture_text("nemo2_b200_llama3_8b.log")
+    cut = text.rindex("train_step_timing in s: 6.06") + len("train_step_timing in s: 6")
+    log.write_text(text[:cut])  # the writer is mid-way through `6.06 | TFLOPS_per_GPU ...`
+    assert logs.parse_files([log], growing=True).step_times == [6.08, 6.061, 6.082, 6.071]
+    assert logs.parse_files([log]).step_times[-1] == 6.0  # finished file: the line is taken
+    log.write_text(text)
+    assert logs.parse_files([log], growing=True).step_times[-1] == 6.06

@@ -55,29 +55,74 @@ class Part:
     problem: str | None = None  # why records were found but no step time could be had
 
 
-def collect(lines: Iterable[str]) -> dict[str, list[lf.Record]]:
-    """All records of the lines, by kind, in file order.
+# Kinds every rank may print (all-rank logs): only the lowest MAX_RANK_STREAMS ranks' records
+# are kept, so a 1000-rank log costs no more memory or time than an 8-rank one. The lowest
+# rank wins each step anyway; the others matter only if all of those lack the step.
+MAX_RANK_STREAMS = 8
+_CAPPED = {lf.NEMO2, lf.NEMO_DELTA, lf.TQDM, lf.MEGATRON, lf.AUTOMODEL, lf.TITAN}
+
+
+@dataclass
+class Collected:
+    """The records of one log by kind, in file order, and the ranks whose records were skipped."""
+
+    by_kind: dict[str, list[lf.Record]]
+    skipped_ranks: dict[str, set[int | None]]
+
+
+def collect(lines: Iterable[str]) -> Collected:
+    """All records of the lines, by kind, in file order (all-rank kinds: lowest ranks only).
 
     When lines is a LineScanner, its marker search is narrowed to the kinds found so far: a
     log holds one format, and fewer byte searches make multi-GB all-rank logs faster.
     """
     by_kind: dict[str, list[lf.Record]] = defaultdict(list)
+    streams: dict[str, dict[int | None, list[lf.Record]]] = defaultdict(dict)
+    skipped: dict[str, set[int | None]] = defaultdict(set)
+
+    def keep(kind: str, rank: int | None) -> bool:
+        if kind not in _CAPPED:
+            return True
+        kept = streams[kind]
+        if rank in kept:
+            return True
+        if len(kept) >= MAX_RANK_STREAMS:
+            worst = max(kept, key=rank_key)
+            if rank_key(rank) > rank_key(worst):
+                skipped[kind].add(rank)
+                return False
+            del kept[worst]
+            skipped[kind].add(worst)
+        kept[rank] = []
+        return True
+
     narrow = getattr(lines, "narrow", None)
+    seen: set[str] = set()
     seq = 0
     for line in lines:
-        for rec in lf.extract(line):
+        for rec in lf.extract(line, keep):
             rec.seq = seq
             seq += 1
-            if narrow is not None and rec.kind not in by_kind:
-                by_kind[rec.kind] = []
-                narrow(lf.markers_for(set(by_kind)))
-            by_kind[rec.kind].append(rec)
-    return by_kind
+            if rec.kind not in seen:
+                seen.add(rec.kind)
+                if narrow is not None:
+                    narrow(lf.markers_for(seen))
+            if rec.kind in _CAPPED:
+                streams[rec.kind][rec.rank].append(rec)
+            else:
+                by_kind[rec.kind].append(rec)
+    for kind, per_rank in streams.items():
+        by_kind[kind] = sorted((r for recs in per_rank.values() for r in recs), key=_seq)
+    return Collected(by_kind, skipped)
+
+
+def _seq(rec: lf.Record) -> int:
+    return rec.seq
 
 
 def detect(lines: Iterable[str]) -> str | None:
     """The format of the lines' step records, or None when there are none."""
-    return _choose(collect(lines))
+    return _choose(collect(lines).by_kind)
 
 
 def _choose(by_kind: dict[str, list[lf.Record]]) -> str | None:
@@ -102,7 +147,8 @@ def parse_lines(
     lines: Iterable[str], origin: str, tokens_per_step: float | None, num_gpus: int | None
 ) -> Part:
     """Parse one file's candidate lines into a Part."""
-    by_kind = collect(lines)
+    collected = collect(lines)
+    by_kind = collected.by_kind
     fmt = _choose(by_kind)
     part = Part(origin, fmt)
     for rec in by_kind[lf.AM_SUMMARY]:
@@ -125,6 +171,12 @@ def parse_lines(
         elif fmt == "automodel":
             derive = _automodel(part, tokens_per_step, num_gpus)
     chosen = _resolve(records, part, redraws=fmt == "nemo1_tqdm", derive=derive)
+    skipped = set().union(*collected.skipped_ranks.values())
+    if skipped:
+        part.notes.append(
+            f"{origin}: {len(skipped)} more ranks logged step lines; only the "
+            f"{MAX_RANK_STREAMS} lowest ranks' lines were read (the lowest rank wins)"
+        )
     memory = logderive.memory_by_step(by_kind[lf.MEMORY])
     for s in sorted(chosen):
         rec = chosen[s]
@@ -270,7 +322,7 @@ def _attempts(
 def chain(parts: Sequence[Part]) -> StepSeries:
     """Chain the parts of one run in order into a StepSeries, or raise LogParseError."""
     origins = [p.origin for p in parts]
-    formats = {p.format for p in parts if p.steps}
+    formats = {p.format for p in parts if p.steps and p.format}
     if not formats:
         problems = [f"{p.origin}: {p.problem}" for p in parts if p.problem]
         if problems:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from decimal import Decimal
 
 # Record kinds, and the format name each one implies.
@@ -77,22 +78,32 @@ _TITAN = re.compile(r"\bstep:\s*([\d,]+)\s+loss:")
 # `| key: value |` fields of NeMo 2, Megatron and memory lines; the value's leading number is used.
 _FIELD = re.compile(r"\|\s*([A-Za-z][^|:]*?)\s*:\s*([^|]*?)\s*(?=\||$)")
 _TQDM_FIELD = re.compile(r"([A-Za-z_][\w/ ]*?)=([^,\]]*)")
-_TITAN_FIELDS = {
-    "loss": re.compile(r"\bloss:\s*(" + _NUM + ")"),
-    "grad_norm": re.compile(r"\bgrad_norm:\s*(" + _NUM + ")"),
-    "mem_reserved_gib": re.compile(r"\bmemory:\s*(" + _NUM + ")GiB"),
-    "tps": re.compile(r"\btps:\s*(\d[\d,]*(?:\.\d+)?)"),
-    "tflops_per_gpu": re.compile(r"\b(?:est_)?tflops:\s*(-?\d[\d,]*(?:\.\d+)?)"),
-    "mfu_pct": re.compile(r"\b(?:est_)?mfu:\s*(" + _NUM + ")%"),
-    "step_time_s": re.compile(r"\belapsed_time_per_step:\s*(" + _NUM + ")s"),
+# TorchTitan's `key: value` fields after `step: N` (some forks prefix est_, add units).
+_TITAN_FIELD = re.compile(
+    r"\b(loss|grad_norm|memory|tps|(?:est_)?tflops|(?:est_)?mfu|elapsed_time_per_step):\s*"
+    r"(-?\d[\d,]*(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf)"
+)
+_TITAN_KEYS = {
+    "loss": "loss",
+    "grad_norm": "grad_norm",
+    "memory": "mem_reserved_gib",  # max_reserved_gib, in GiB
+    "tps": "tokens_per_s_per_gpu",  # TorchTitan's tps is per device
+    "tflops": "tflops_per_gpu",
+    "est_tflops": "tflops_per_gpu",
+    "mfu": "mfu",
+    "est_mfu": "mfu",
+    "elapsed_time_per_step": "step_time_s",
 }
 _AUTOMODEL_FIELDS = {
     "loss": re.compile(r"\| loss (" + _NUM + ")"),
     "grad_norm": re.compile(r"\| grad_norm (" + _NUM + ")"),
     "mem_peak_gib": re.compile(r"\| mem (" + _NUM + ") GiB"),
     "tps": re.compile(r"\| tps (" + _NUM + r")\((" + _NUM + r")/gpu\)"),
-    "num_label_tokens": re.compile(r"\| num_label_tokens (\d+)"),
 }
+_GPU_UTIL = re.compile(r"\s*GPU utilization:\s*(" + _NUM + r")\s*(?:MODEL_)?TFLOP/s/GPU")
+_TQDM_BAR = re.compile(r"\|\s*(\d+)/\d+\s*\[|(\d+)it\s*\[")  # `| 7/15 [` or `1it [`
+_AM_MEM = re.compile(r"Max Memory Allocated: (" + _NUM + ") GB")
+_AM_LOSS = re.compile(r"\bloss=(" + _NUM + ")")
 _LOG_TIME = re.compile(r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[,.](\d{1,6}))?")
 
 GIB = float(1 << 30)
@@ -134,8 +145,11 @@ def split_prefix(line: str) -> tuple[int | None, str]:
     return int(m.group(1) or m.group(2)), line
 
 
-def extract(line: str) -> list[Record]:
-    """Every step record on one physical line (records may be glued without a newline)."""
+def extract(line: str, keep: Callable[[str, int | None], bool] | None = None) -> list[Record]:
+    """Every step record on one physical line (records may be glued without a newline).
+
+    keep(kind, rank), if given, is asked before a record is built: False skips it cheaply.
+    """
     rank, line = split_prefix(line)
     anchors: list[tuple[int, int, str, re.Match[str]]] = []
 
@@ -169,6 +183,8 @@ def extract(line: str) -> list[Record]:
     anchors = _drop_nested(anchors)
     records = []
     for i, (start, end, kind, m) in enumerate(anchors):
+        if keep is not None and not keep(kind, rank):
+            continue
         stop = anchors[i + 1][0] if i + 1 < len(anchors) else len(line)
         prev_end = anchors[i - 1][1] if i else 0
         rec = _BUILDERS[kind](m, line, start, end, stop, prev_end)
@@ -179,7 +195,9 @@ def extract(line: str) -> list[Record]:
     return records
 
 
-def _drop_nested(anchors: list[tuple[int, int, str, re.Match[str]]]) -> list:
+def _drop_nested(
+    anchors: list[tuple[int, int, str, re.Match[str]]],
+) -> list[tuple[int, int, str, re.Match[str]]]:
     """Drop anchors inside an earlier one (`iteration 45/99 |` inside a NeMo 2 prefix)."""
     kept: list[tuple[int, int, str, re.Match[str]]] = []
     for a in anchors:
@@ -189,6 +207,7 @@ def _drop_nested(anchors: list[tuple[int, int, str, re.Match[str]]]) -> list:
 
 
 def _fields(text: str) -> dict[str, str]:
+    """The `| key: value` fields of a record's text, values unparsed."""
     return {k: v for k, v in _FIELD.findall(text)}
 
 
@@ -208,7 +227,7 @@ def _put(values: dict[str, float], key: str, raw: str | None, per: float = 1.0) 
         values[key] = x / per if per != 1.0 else x
 
 
-def _nemo2(m, line, start, end, stop, prev_end) -> Record:
+def _nemo2(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int) -> Record:
     f = _fields(line[end:stop])
     v: dict[str, float] = {}
     _put(v, "step_time_s", f.get("train_step_timing in s"))
@@ -225,11 +244,13 @@ def _nemo2(m, line, start, end, stop, prev_end) -> Record:
     return Record(NEMO2, step, v)
 
 
-def _delta(m, line, start, end, stop, prev_end) -> Record:
+def _delta(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int) -> Record:
     return Record(NEMO_DELTA, int(m.group(1)), {"step_time_s": float(m.group(2))})
 
 
-def _tqdm(m, line, start, end, stop, prev_end) -> Record | None:
+def _tqdm(
+    m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int
+) -> Record | None:
     # The postfix of one bar state: from the `[` that opens it to the `]` that closes it.
     lo = line.rfind("[", prev_end, start)
     hi = line.find("]", end, stop)
@@ -243,14 +264,16 @@ def _tqdm(m, line, start, end, stop, prev_end) -> Record | None:
     gs = number(f["global_step"]) if "global_step" in f else None
     if gs is None or gs != gs:
         # No global_step in the postfix: fall back to the bar counter `| n/total` or `n it`.
-        bar = re.search(r"\|\s*(\d+)/\d+\s*\[|(\d+)it\s*\[", line[prev_end:start])
+        bar = _TQDM_BAR.search(line, prev_end, start)
         if bar is None:
             return None
         gs = int(bar.group(1) or bar.group(2)) - 1
     return Record(TQDM, int(gs), v)
 
 
-def _megatron(m, line, start, end, stop, prev_end) -> Record | None:
+def _megatron(
+    m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int
+) -> Record | None:
     f = _fields(line[end - 1 : stop])
     ms = f.get("elapsed time per iteration (ms)")
     if ms is None:
@@ -266,10 +289,12 @@ def _megatron(m, line, start, end, stop, prev_end) -> Record | None:
     return Record(MEGATRON, int(m.group(1)) - 1, v)
 
 
-def _step_time(m, line, start, end, stop, prev_end) -> Record:
+def _step_time(
+    m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int
+) -> Record:
     text = line[end:stop]
     v: dict[str, float] = {"step_time_s": float(m.group(2))}
-    util = re.match(r"\s*GPU utilization:\s*(" + _NUM + r")\s*(?:MODEL_)?TFLOP/s/GPU", text)
+    util = _GPU_UTIL.match(text)
     if util:
         v["tflops_per_gpu"] = float(util.group(1))
     f = _fields(text)
@@ -278,7 +303,7 @@ def _step_time(m, line, start, end, stop, prev_end) -> Record:
     return Record(STEP_TIME, None, v, rank=rank)
 
 
-def _memory(m, line, start, end, stop, prev_end) -> Record:
+def _memory(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int) -> Record:
     f = _fields(line[end:stop])
     v: dict[str, float] = {}
     if m.group(3) == "GB":
@@ -293,7 +318,9 @@ def _memory(m, line, start, end, stop, prev_end) -> Record:
     return Record(MEMORY, int(m.group(2)) - 1, v, rank=rank)
 
 
-def _automodel(m, line, start, end, stop, prev_end) -> Record:
+def _automodel(
+    m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int
+) -> Record:
     text = line[start:stop]
     v: dict[str, float] = {}
     for key, regex in _AUTOMODEL_FIELDS.items():
@@ -309,27 +336,29 @@ def _automodel(m, line, start, end, stop, prev_end) -> Record:
     return Record(AUTOMODEL, int(m.group(1)), v)
 
 
-def _am_iter(m, line, start, end, stop, prev_end) -> Record:
+def _am_iter(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int) -> Record:
     text = line[end:stop]
     v: dict[str, float] = {}
-    mem = re.search(r"Max Memory Allocated: (" + _NUM + ") GB", text)
+    mem = _AM_MEM.search(text)
     if mem:
         v["mem_peak_gib"] = float(mem.group(1))  # Automodel divides by 1024**3
-    loss = re.search(r"\bloss=(" + _NUM + ")", text)
+    loss = _AM_LOSS.search(text)
     if loss:
         v["loss"] = float(loss.group(1))
     return Record(AM_ITER, int(m.group(2)), v, rank=int(m.group(1)))
 
 
-def _am_time(m, line, start, end, stop, prev_end) -> Record:
+def _am_time(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int) -> Record:
     return Record(AM_TIME, None, {"step_time_s": float(m.group(1))})
 
 
-def _am_mfu(m, line, start, end, stop, prev_end) -> Record:
+def _am_mfu(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int) -> Record:
     return Record(AM_MFU, None, {"mfu": _fraction(float(m.group(1)))})
 
 
-def _am_summary(m, line, start, end, stop, prev_end) -> Record:
+def _am_summary(
+    m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int
+) -> Record:
     if m.re is _AM_AVG_MFU:
         return Record(AM_SUMMARY, None, {"average_mfu": _fraction(float(m.group(1)))})
     v = {"average_step_time_s": float(m.group(1))}
@@ -338,21 +367,13 @@ def _am_summary(m, line, start, end, stop, prev_end) -> Record:
     return Record(AM_SUMMARY, None, v)
 
 
-def _titan(m, line, start, end, stop, prev_end) -> Record:
-    text = line[start:stop]
+def _titan(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int) -> Record:
     v: dict[str, float] = {}
-    for key, regex in _TITAN_FIELDS.items():
-        fm = regex.search(text)
-        if fm is not None:
-            x = number(fm.group(1))
-            if x is not None and not (key == "tflops_per_gpu" and x < 0):
-                v[key] = x
-    if "mfu_pct" in v:
-        pct = v.pop("mfu_pct")
-        if pct >= 0:
-            v["mfu"] = _fraction(pct)
-    if "tps" in v:
-        v["tokens_per_s_per_gpu"] = v.pop("tps")  # TorchTitan's tps is per device
+    for key, raw in _TITAN_FIELD.findall(line, end, stop):
+        x = float(raw.replace(",", ""))
+        if x < 0:  # est_tflops / est_mfu are -1 when unknown
+            continue
+        v[_TITAN_KEYS[key]] = _fraction(x) if key.endswith("mfu") else x
     # TorchTitan's train_state.step is 1-based (incremented before the step runs).
     step = int(m.group(1).replace(",", "")) - 1
     return Record(TITAN, step, v, time=_log_time(line, prev_end, start))
@@ -369,7 +390,8 @@ def _log_time(line: str, lo: int, hi: int) -> float | None:
     if not stamps:
         return None
     found = stamps[-1]
-    base = datetime.fromisoformat(found.group(1).replace("T", " "))
+    # Read as UTC: only differences are used, and they must not move with the local zone.
+    base = datetime.fromisoformat(found.group(1).replace("T", " ")).replace(tzinfo=timezone.utc)
     frac = found.group(2)
     return base.timestamp() + (int(frac) / 10 ** len(frac) if frac else 0.0)
 
@@ -393,7 +415,9 @@ _MARKERS_OF_KIND.update(
     }
 )
 
-_BUILDERS = {
+# Each builder gets its anchor match, the line, the anchor's span, where the record's text
+# stops (the next anchor or the line end) and where the previous record's anchor ended.
+_BUILDERS: dict[str, Callable[[re.Match[str], str, int, int, int, int], Record | None]] = {
     NEMO2: _nemo2,
     NEMO_DELTA: _delta,
     TQDM: _tqdm,

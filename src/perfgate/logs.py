@@ -26,9 +26,12 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfgate.errors import LogParseError
+
+if TYPE_CHECKING:
+    from perfgate.logscan import LineScanner
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,7 @@ class StepSeries:
     steps: tuple[Step, ...]
     source_files: tuple[str, ...] = ()
     log_interval: int = 1  # >1: each value is an average over that many steps
-    restarts: int = 0  # files/segments chained (torchrun restarts, requeues)
+    restarts: int = 0  # restarts seen: later files (torchrun restarts, requeues) + reruns in a file
     invalid_reason: str | None = None  # e.g. "NaN grad norm at step 17"
     notes: tuple[str, ...] = ()  # what the parser decided (duplicates, restarts, derivations)
     segment_starts: tuple[int, ...] = ()  # first step of each segment after the first
@@ -79,20 +82,25 @@ def parse_files(
     *,
     tokens_per_step: float | None = None,
     num_gpus: int | None = None,
+    growing: bool = False,
 ) -> StepSeries:
     """Parse the log files of one run, chained in the given order (restarts, requeues).
 
     tokens_per_step (global tokens per optimizer step, e.g. gbs * seq_len) and num_gpus are
     needed only for formats that log throughput but no step time (Automodel, TorchTitan).
+    growing=True: the last file is still being written; its unfinished last line (no line
+    break yet, possibly cut mid-number) is left out.
     """
     from perfgate import logassemble
 
     if not paths:
         raise LogParseError("no log files given")
     parts = []
-    for p in paths:
+    for i, p in enumerate(paths):
         path = str(p)
-        parts.append(logassemble.parse_lines(_read(path), path, tokens_per_step, num_gpus))
+        lines = _read(path)
+        lines.skip_unterminated = growing and i == len(paths) - 1
+        parts.append(logassemble.parse_lines(lines, path, tokens_per_step, num_gpus))
     return logassemble.chain(parts)
 
 
@@ -152,7 +160,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _read(path: str) -> Iterable[str]:
+def _read(path: str) -> LineScanner:
     """Candidate lines of one file, streamed; a missing or unreadable file is a one-line error."""
     from perfgate.logscan import LineScanner, open_log
 

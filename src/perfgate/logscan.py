@@ -43,6 +43,8 @@ class LineScanner:
         self.block_bytes = block_bytes
         self.origin = origin  # set: close the stream at the end; read errors name this file
         self.markers: tuple[bytes, ...] = MARKERS
+        # A file still being written ends in a line that may be cut mid-number: skip it.
+        self.skip_unterminated = False
 
     def narrow(self, markers: tuple[bytes, ...]) -> None:
         """Search only these markers from now on (the log's format is known)."""
@@ -83,7 +85,7 @@ class LineScanner:
                 continue
             yield from _lines_with_markers(block, lo, cut + 1, self.markers)
             carry = block[cut + 1 :]
-        if carry:
+        if carry and not self.skip_unterminated:
             yield from _lines_with_markers(carry, 0, len(carry), self.markers)
 
 
