@@ -18,6 +18,7 @@ from pathlib import Path
 from perfgate.errors import LogParseError
 
 TIME_COLUMNS = ("step_time_s", "iteration_time_s")
+SNIFF_BYTES = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -76,15 +77,27 @@ def _read_plain(path: Path, text: str) -> RunSeries | None:
     return RunSeries(tuple(times), numbers, "csv", (str(path),))
 
 
+def _looks_plain(path: Path) -> bool:
+    """Sniff the head only: training logs of big jobs run to gigabytes."""
+    with open(path, "rb") as f:
+        head = f.read(SNIFF_BYTES).decode("utf-8", errors="replace")
+    lines = [ln.strip() for ln in head.splitlines()[:-1] or head.splitlines()]
+    lines = [ln for ln in lines if ln and not ln.startswith("#")]
+    if not lines:
+        return False
+    if _number(lines[0]) is not None:
+        return True
+    return any(c in [h.strip() for h in lines[0].split(",")] for c in TIME_COLUMNS)
+
+
 def read_run(paths: Sequence[str | Path]) -> RunSeries:
     """Read one run from one file, or from several log files of one run (restarts, in order)."""
     files = [Path(p) for p in paths]
     for f in files:
         if not f.is_file():
             raise LogParseError(f"{f}: no such file")
-    if len(files) == 1:
-        raw = files[0].read_bytes()
-        plain = _read_plain(files[0], raw.decode("utf-8", errors="replace"))
+    if len(files) == 1 and _looks_plain(files[0]):
+        plain = _read_plain(files[0], files[0].read_text("utf-8", errors="replace"))
         if plain is not None:
             return plain
     try:
