@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -46,15 +47,22 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
             pytest.fail(f"{msg} is required under CI (CI is set)")
         pytest.skip(f"{msg} is not available here")
     d = tmp_path_factory.mktemp("slurm")
-    subprocess.run([sys.executable, str(SCRIPT), "--dir", str(d), "start"], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, str(SCRIPT), "--dir", str(d), "start"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     old = os.environ.get("SLURM_CONF")
     os.environ["SLURM_CONF"] = str(d / "etc" / "slurm.conf")
     try:
         yield json.loads((d / "state.json").read_text())
     finally:
-        subprocess.run([sys.executable, str(SCRIPT), "--dir", str(d), "stop"], check=False,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, str(SCRIPT), "--dir", str(d), "stop"],
+            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         if old is None:
             os.environ.pop("SLURM_CONF", None)
         else:
@@ -100,13 +108,28 @@ def _squeue_ids(ids: list[str]) -> list[str]:
     return [j for j in out.split() if j in ids]
 
 
-def _sacct_jobs(name: str) -> list[dict[str, str]]:
+def _sacct_once(name: str) -> list[dict[str, str]]:
     out = subprocess.run(
         ["sacct", "-X", "-P", "-n", "-o", "JobID,JobName,State,Start,End", "--name", name],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     ).stdout
     keys = ("job_id", "name", "state", "start", "end")
     return [dict(zip(keys, line.split("|"), strict=True)) for line in out.splitlines() if line]
+
+
+def _sacct_jobs(name: str, expect: int | None = None) -> list[dict[str, str]]:
+    # slurmdbd lags slurmctld by a moment: wait (bounded) for the records a test expects.
+    deadline = time.monotonic() + 15
+    jobs = _sacct_once(name)
+    while (
+        expect is not None
+        and (len(jobs) != expect or any(j["end"] in ("", "Unknown") for j in jobs))
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.5)
+        jobs = _sacct_once(name)
+    return jobs
 
 
 @pytest.fixture(scope="session")
@@ -116,6 +139,6 @@ def squeue_ids(slurm_cluster: dict[str, Any]) -> Callable[[list[str]], list[str]
 
 
 @pytest.fixture(scope="session")
-def sacct_jobs(slurm_cluster: dict[str, Any]) -> Callable[[str], list[dict[str, str]]]:
+def sacct_jobs(slurm_cluster: dict[str, Any]) -> Callable[..., list[dict[str, str]]]:
     """Every job of a name that accounting recorded (job_id, state, start, end)."""
     return _sacct_jobs

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from perfgate.catalog import Row
 from perfgate.launch import LaunchOptions, LaunchSession
 
 
 def main() -> int:
-    cfg = json.loads(open(sys.argv[1]).read())
+    cfg = json.loads(Path(sys.argv[1]).read_text())
     rows = [Row(**r) for r in cfg["rows"]]
-    session = LaunchSession(LaunchOptions(**cfg["options"]), cfg["results_dir"],
-                            resume=cfg.get("resume", False))
+    session = LaunchSession(
+        LaunchOptions(**cfg["options"]), cfg["results_dir"], resume=cfg.get("resume", False)
+    )
     session.install_signal_handlers()
     session.submit_all(rows)
     for rid, e in session.entries.items():

@@ -25,8 +25,9 @@ def test_local_ranks_get_torch_distributed_env(fake_row, tmp_path):
 
 
 def test_local_crash_is_diagnosed(fake_row, tmp_path):
-    row = fake_row("localcrash", "--crash-at", "2", "--fail-rank", "1", num_gpus=2,
-                   gpus_per_node=8, steps=8)
+    row = fake_row(
+        "localcrash", "--crash-at", "2", "--fail-rank", "1", num_gpus=2, gpus_per_node=8, steps=8
+    )
     session = LaunchSession(LaunchOptions(executor="local", poll_interval_s=0.2), tmp_path)
     session.submit_all([row])
     r = session.result(row.id, timeout_s=120)

@@ -46,8 +46,18 @@ def scenarios(slurm_cluster, fake_row, tmp_path_factory, seeds) -> Iterator[dict
         # First, so it holds a node when the preemption test runs.
         "preempt": fake_row("preempt", "--step-s", "0.3", steps=40),
         "layout": fake_row(
-            "layout", "--env", "FI_PROVIDER", "--env", "NVTE_FUSED_ATTN", "--env", "ROW_VAR",
-            "--env", "HF_TOKEN", num_gpus=8, gpus_per_node=4, env={"ROW_VAR": "from-row"},
+            "layout",
+            "--env",
+            "FI_PROVIDER",
+            "--env",
+            "NVTE_FUSED_ATTN",
+            "--env",
+            "ROW_VAR",
+            "--env",
+            "HF_TOKEN",
+            num_gpus=8,
+            gpus_per_node=4,
+            env={"ROW_VAR": "from-row"},
         ),
         "crash": fake_row("crash", "--crash-at", "5", "--fail-rank", "2"),
         "oom": fake_row("oom", "--oom-at", "3", "--fail-rank", "1"),
@@ -82,19 +92,37 @@ def test_preempted_job_is_requeued_and_only_the_last_attempt_is_measured(scenari
     else:
         pytest.fail(f"preempt job never got going: {st.line()}")
     job_id = session.entries[row.id].job_id
-    node = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%N"], capture_output=True,
-                          text=True, check=True).stdout.strip()
+    node = subprocess.run(
+        ["squeue", "-h", "-j", job_id, "-o", "%N"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     # A higher-tier partition's job on the same node: Slurm preempts ours (PreemptMode=REQUEUE).
-    subprocess.run(["sbatch", "-p", "urgent", "-w", node, "--exclusive", "-J", "urgent",
-                    "-o", "/dev/null", "--wrap", "sleep 2"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "sbatch",
+            "-p",
+            "urgent",
+            "-w",
+            node,
+            "--exclusive",
+            "-J",
+            "urgent",
+            "-o",
+            "/dev/null",
+            "--wrap",
+            "sleep 2",
+        ],
+        check=True,
+        capture_output=True,
+    )
     r = session.result(row.id)
     assert r.ok, r.diagnosis
     assert r.job_id == job_id and r.state == "COMPLETED"
     assert r.attempts == 2
     assert any("only attempt 2 was measured" in n for n in r.notes)
     assert len(r.runs) == 1 and len(r.runs[0].series.steps) == 40
-    first = json.loads((Path(r.job_dir) / "attempt-0" / "run-01-baseline" / "steps.json")
-                       .read_text())
+    first = json.loads(
+        (Path(r.job_dir) / "attempt-0" / "run-01-baseline" / "steps.json").read_text()
+    )
     assert 3 <= len(first["steps"]) < 40  # what the preempted attempt did is kept, not used
 
 
@@ -104,8 +132,10 @@ def test_multinode_layout_env_file_and_secret(scenarios):
     assert r.ok, r.diagnosis
     assert r.state == "COMPLETED" and len(r.nodes) == 2
     rdir = Path(r.job_dir) / "attempt-0" / "run-01-baseline"
-    ranks = {int(p.stem.split("-")[1]): json.loads(p.read_text())
-             for p in (rdir / "ranks").glob("rank-*.json")}
+    ranks = {
+        int(p.stem.split("-")[1]): json.loads(p.read_text())
+        for p in (rdir / "ranks").glob("rank-*.json")
+    }
     assert sorted(ranks) == list(range(8))
     want_token = "sha256:" + hashlib.sha256(TOKEN.encode()).hexdigest()[:16]
     for rank, seen in ranks.items():
@@ -163,12 +193,20 @@ def more_pairs_until_three(runs: list[RunRecord]) -> bool:
     return len(runs) < 6
 
 
-def test_ab_alternates_images_on_one_allocation_and_grows_by_a_pair(slurm_cluster, fake_row,
-                                                                     tmp_path):
-    row = fake_row("ab", "--slow-image", "nemo:25.09", "--slowdown", "0.2", "--step-s", "0.05",
-                   num_gpus=2)
-    opts = LaunchOptions(container_image="nemo:25.07", candidate_image="nemo:25.09",
-                         container_runtime="none", pairs=2, max_pairs=3, poll_interval_s=1.0)
+def test_ab_alternates_images_on_one_allocation_and_grows_by_a_pair(
+    slurm_cluster, fake_row, tmp_path
+):
+    row = fake_row(
+        "ab", "--slow-image", "nemo:25.09", "--slowdown", "0.2", "--step-s", "0.05", num_gpus=2
+    )
+    opts = LaunchOptions(
+        container_image="nemo:25.07",
+        candidate_image="nemo:25.09",
+        container_runtime="none",
+        pairs=2,
+        max_pairs=3,
+        poll_interval_s=1.0,
+    )
     session = LaunchSession(opts, tmp_path, more_pairs=more_pairs_until_three)
     session.submit_all([row])
     r = session.result(row.id)
@@ -178,12 +216,18 @@ def test_ab_alternates_images_on_one_allocation_and_grows_by_a_pair(slurm_cluste
     assert any("pair 3 added" in n for n in r.notes)
     hosts = set()
     for i, run in enumerate(r.runs, 1):
-        seen = json.loads((Path(r.job_dir) / "attempt-0" / f"run-{i:02d}-{run.label}" / "ranks"
-                           / "rank-0.json").read_text())
+        seen = json.loads(
+            (
+                Path(r.job_dir) / "attempt-0" / f"run-{i:02d}-{run.label}" / "ranks" / "rank-0.json"
+            ).read_text()
+        )
         assert seen["PERFGATE_IMAGE"] == run.image and seen["PERFGATE_RUN_LABEL"] == run.label
         hosts.add(seen["SLURMD_NODENAME"])
     assert len(hosts) == 1  # every run on the same allocation
-    med = {label: statistics.median(t for x in r.runs if x.label == label
-                                    for t in x.series.step_times[2:])
-           for label in ("baseline", "candidate")}
+    med = {
+        label: statistics.median(
+            t for x in r.runs if x.label == label for t in x.series.step_times[2:]
+        )
+        for label in ("baseline", "candidate")
+    }
     assert med["candidate"] / med["baseline"] == pytest.approx(1.2, abs=0.06)

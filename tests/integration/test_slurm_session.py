@@ -21,14 +21,22 @@ DRIVER = Path(__file__).resolve().parent / "session_driver.py"
 
 def start_driver(tmp_path: Path, rows, options: dict, resume: bool = False) -> subprocess.Popen:
     cfg = tmp_path / "driver.json"
-    cfg.write_text(json.dumps({
-        "rows": [dataclasses.asdict(r) for r in rows],
-        "options": options,
-        "results_dir": str(tmp_path / "results"),
-        "resume": resume,
-    }))
-    return subprocess.Popen([sys.executable, str(DRIVER), str(cfg)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    cfg.write_text(
+        json.dumps(
+            {
+                "rows": [dataclasses.asdict(r) for r in rows],
+                "options": options,
+                "results_dir": str(tmp_path / "results"),
+                "resume": resume,
+            }
+        )
+    )
+    return subprocess.Popen(
+        [sys.executable, str(DRIVER), str(cfg)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def submitted(proc: subprocess.Popen, n: int) -> dict[str, str]:
@@ -47,8 +55,9 @@ def submitted(proc: subprocess.Popen, n: int) -> dict[str, str]:
 def wait_running(job_ids: list[str], timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        out = subprocess.run(["squeue", "-h", "-t", "R", "-o", "%i"], capture_output=True,
-                             text=True).stdout.split()
+        out = subprocess.run(
+            ["squeue", "-h", "-t", "R", "-o", "%i"], capture_output=True, text=True
+        ).stdout.split()
         if all(j in out for j in job_ids):
             return
         time.sleep(0.3)
@@ -65,10 +74,13 @@ def wait_gone(squeue_ids, job_ids: list[str], timeout: float = 20) -> list[str]:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_signal_cancels_every_job_of_the_session(slurm_cluster, fake_row, tmp_path, sig,
-                                                 squeue_ids, sacct_jobs):
-    rows = [fake_row(f"cancel{sig.value}-{i}", "--step-s", "0.5", steps=200, num_gpus=1)
-            for i in range(3)]
+def test_signal_cancels_every_job_of_the_session(
+    slurm_cluster, fake_row, tmp_path, sig, squeue_ids, sacct_jobs
+):
+    rows = [
+        fake_row(f"cancel{sig.value}-{i}", "--step-s", "0.5", steps=200, num_gpus=1)
+        for i in range(3)
+    ]
     proc = start_driver(tmp_path, rows, {"max_concurrent_jobs": 2, "poll_interval_s": 1.0})
     jobs = submitted(proc, 2)
     wait_running(list(jobs.values()))
@@ -82,23 +94,23 @@ def test_signal_cancels_every_job_of_the_session(slurm_cluster, fake_row, tmp_pa
     assert all(state["jobs"][rid]["cancelled"] for rid in jobs)
 
 
-def test_resume_reattaches_after_the_session_is_killed(slurm_cluster, fake_row, tmp_path,
-                                                       sacct_jobs):
+def test_resume_reattaches_after_the_session_is_killed(
+    slurm_cluster, fake_row, tmp_path, sacct_jobs
+):
     row = fake_row("resume", "--step-s", "0.2", steps=40, num_gpus=1)
     proc = start_driver(tmp_path, [row], {"poll_interval_s": 1.0})
     jobs = submitted(proc, 1)
     wait_running(list(jobs.values()))
     proc.kill()  # no handler runs: the job keeps going, as after a lost login shell
     proc.wait()
-    session = LaunchSession(LaunchOptions(poll_interval_s=1.0), tmp_path / "results",
-                            resume=True)
+    session = LaunchSession(LaunchOptions(poll_interval_s=1.0), tmp_path / "results", resume=True)
     session.submit_all([row])
     assert session.entries[row.id].job_id == jobs[row.id]
     assert session.entries[row.id].resumed
     r = session.result(row.id)
     assert r.ok, r.diagnosis
     assert r.job_id == jobs[row.id] and len(r.runs[0].series.steps) == 40
-    assert [j["job_id"] for j in sacct_jobs(f"perfgate-{row.id}")] == [jobs[row.id]]
+    assert [j["job_id"] for j in sacct_jobs(f"perfgate-{row.id}", expect=1)] == [jobs[row.id]]
 
 
 def test_resume_resubmits_a_cancelled_job(slurm_cluster, fake_row, tmp_path, sacct_jobs):
@@ -112,8 +124,9 @@ def test_resume_resubmits_a_cancelled_job(slurm_cluster, fake_row, tmp_path, sac
     r = second.result(row.id)
     assert r.ok, r.diagnosis
     assert r.job_id != old
-    assert sorted(j["job_id"] for j in sacct_jobs(f"perfgate-{row.id}")) == sorted([old, r.job_id],
-                                                                                  key=int)
+    assert sorted(j["job_id"] for j in sacct_jobs(f"perfgate-{row.id}", expect=2)) == sorted(
+        [old, r.job_id], key=int
+    )
 
 
 def test_concurrency_cap_and_poll(slurm_cluster, fake_row, tmp_path, sacct_jobs):
@@ -127,7 +140,7 @@ def test_concurrency_cap_and_poll(slurm_cluster, fake_row, tmp_path, sacct_jobs)
     assert all(r.ok for r in results.values()), [r.diagnosis for r in results.values()]
     spans = []
     for row in rows:
-        (job,) = sacct_jobs(f"perfgate-{row.id}")
+        (job,) = sacct_jobs(f"perfgate-{row.id}", expect=1)
         spans.append((job["start"], job["end"]))
     for t in sorted({s for s, _ in spans}):
         assert sum(1 for s, e in spans if s <= t < e) <= 2  # never more than 2 at once

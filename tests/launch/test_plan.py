@@ -42,8 +42,12 @@ def test_sbatch_allocates_the_rows_nodes_and_runs_the_function_once(row16, tmp_p
     assert flags["constraint"] == "h100" and flags["reservation"] == "perf"
     assert flags["time"] == "30"  # default per-launch limit, one launch
     assert flags["job-name"] == "perfgate-" + row16.id
-    # Only the batch step gets the time-limit warning; the ranks never see SIGUSR2.
+    # submitit's USR2 warning goes to the batch shell only, which ignores it: neither the
+    # ranks nor the shell die of it (they would, USR2's default action is to terminate).
     assert flags["signal"] == "B:USR2@60"
+    lines = p.sbatch_script.splitlines()
+    trap = lines.index("trap '' USR2")
+    assert trap < next(i for i, x in enumerate(lines) if "submitit.core._submit" in x)
     # use_srun=False: the job function runs once in the batch step, not once per task.
     command = [line for line in p.sbatch_script.splitlines() if "submitit.core._submit" in line]
     assert len(command) == 1 and not command[0].startswith("srun")

@@ -63,7 +63,6 @@ class Job:
             "notes": [],
         }
         self.proc: list[subprocess.Popen[bytes]] = []
-        self.warned = False
         self.save()
 
     # --- bookkeeping ---------------------------------------------------------------------
@@ -91,16 +90,13 @@ class Job:
     # --- signals ---------------------------------------------------------------------------
 
     def on_signal(self, signum: int, frame: Any) -> None:
-        name = signal.Signals(signum).name
-        if signum == signal.SIGUSR2:  # --signal=B:USR2@60: the time limit is a minute away
-            self.warned = True
-            self.manifest["notes"].append("time limit warning (SIGUSR2) received")
-            return
-        raise Stop(name)
+        raise Stop(signal.Signals(signum).name)
 
     def install_signals(self) -> None:
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR2):
+        for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self.on_signal)
+        # submitit's USR2 handler would end the job as "timed out": a stray USR2 must not.
+        signal.signal(signal.SIGUSR2, signal.SIG_IGN)
         signal.signal(signal.SIGCONT, signal.SIG_DFL)
 
     # --- images -------------------------------------------------------------------------------
@@ -313,7 +309,7 @@ class Job:
         if not wanted:
             return False
         need = 1.2 * (durations[-1] + durations[-2])
-        if self.warned or self.seconds_left() < need:
+        if self.seconds_left() < need:
             self.manifest["notes"].append(
                 f"another pair was wanted but {self.seconds_left():.0f} s are left and a pair "
                 f"takes about {need / 1.2:.0f} s"

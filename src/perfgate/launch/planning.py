@@ -250,8 +250,12 @@ def sbatch_parameters(row: Row, options: LaunchOptions, ctx: JobContext) -> dict
         # it starts the workload itself with its own srun over the allocation.
         "use_srun": False,
         "signal_delay_s": SIGNAL_DELAY_S,
-        # B: signal only the batch step (the job function), never the workload's ranks.
+        # submitit always asks for a USR2 warning before the time limit. Sent to the steps it
+        # would kill the ranks (Python's default action); sent to the batch shell (B:) it
+        # would kill the shell. So: the shell only, and the shell ignores it. The time limit
+        # itself still ends the job with SIGTERM, which the job function handles.
         "additional_parameters": {"signal": f"B:USR2@{SIGNAL_DELAY_S}", **options.slurm_params},
+        "setup": ["trap '' USR2"],
     }
     if options.exclusive:
         params["exclusive"] = True

@@ -1,9 +1,12 @@
-"""Job states from Slurm: sacct first (what submitit polls), squeue/scontrol when it fails.
+"""Job states from Slurm, on the session's own short interval.
 
-submitit's own watcher backs off to minutes and reads only JobID/State/NodeList; the session
-needs the pending reason, the time left and the job name (to check a resumed job id is ours),
-on its own short interval. sacct answers for finished jobs; when accounting is missing or
-slow (no slurmdbd, a lagging database) squeue and scontrol answer from slurmctld itself.
+submitit's watcher polls sacct with a back-off that grows to minutes and reads only
+JobID/State/NodeList; the session needs the pending reason, the time left and the job name
+(to check that a resumed job id is still ours). Live jobs are read from slurmctld (squeue),
+which is the truth: slurmdbd lags, and was seen here answering sacct for a running job with
+a transient record (JobName=allocation, State=PENDING). sacct answers for jobs slurmctld
+has forgotten (after MinJobAge), and scontrol for what both miss; a cluster without
+accounting still works.
 """
 
 from __future__ import annotations
@@ -92,6 +95,10 @@ def _state(raw: str) -> str:
     return raw.split()[0].upper() if raw.strip() else "UNKNOWN"
 
 
+def _reason(raw: str | None) -> str | None:
+    return raw if raw and raw not in ("None", "(null)") else None
+
+
 def _run(cmd: list[str]) -> str | None:
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S)
@@ -117,7 +124,7 @@ def parse_sacct(text: str) -> dict[str, JobInfo]:
             job_id=f[0],
             state=state,
             name=f[1],
-            reason=f[3] or None,
+            reason=_reason(f[3]),
             nodes=f[4] or None,
             time_left_s=left if state == "RUNNING" else None,
             elapsed_s=elapsed,
@@ -139,7 +146,7 @@ def parse_squeue(text: str) -> dict[str, JobInfo]:
             job_id=f[0],
             state=state,
             name=f[1],
-            reason=f[3] or None,
+            reason=_reason(f[3]),
             nodes=f[4] or None,
             time_left_s=parse_duration(f[5]) if state == "RUNNING" else None,
             elapsed_s=parse_duration(f[6]),
@@ -174,7 +181,8 @@ def parse_scontrol(text: str) -> JobInfo | None:
 
 
 class SlurmStates:
-    """Reads job states in one query per poll: sacct, falling back to squeue then scontrol."""
+    """Reads job states in one query per poll: slurmctld (squeue) for the jobs it still holds,
+    sacct for the ones it has forgotten, scontrol for what both miss."""
 
     def __init__(self) -> None:
         self.accounting = True  # set False after sacct fails: do not wait on it every poll
@@ -185,28 +193,22 @@ class SlurmStates:
         ids = sorted({str(j) for j in job_ids}, key=int)
         if not ids:
             return {}
-        found: dict[str, JobInfo] = {}
-        if self.accounting:
+        self.calls += 1
+        # -t all: finished jobs stay listed for MinJobAge; an id slurmctld no longer holds
+        # makes squeue fail only when no id is known (then everything goes to sacct).
+        out = _run(["squeue", "-h", "-t", "all", "-o", "%i|%j|%T|%r|%N|%L|%M", "-j", ",".join(ids)])
+        found = parse_squeue(out) if out else {}
+        rest = [j for j in ids if j not in found]
+        if rest and self.accounting:
             self.calls += 1
-            out = _run(["sacct", "-X", "-P", "-n", "-o", SACCT_FIELDS, "-j", ",".join(ids)])
-            if out is None:
+            acct = _run(["sacct", "-X", "-P", "-n", "-o", SACCT_FIELDS, "-j", ",".join(rest)])
+            if acct is None:
                 self.accounting = False
             else:
-                found = parse_sacct(out)
-        # Jobs sacct missed (slurmdbd lags behind slurmctld) or a PREEMPTED record that may
-        # already be requeued: ask slurmctld, which knows the present.
-        ask = [j for j in ids if j not in found or found[j].state in ("PREEMPTED", "UNKNOWN")]
-        if ask:
+                found.update(parse_sacct(acct))
+        for j in [j for j in ids if j not in found]:
             self.calls += 1
-            out = _run(
-                ["squeue", "-h", "-t", "all", "-o", "%i|%j|%T|%r|%N|%L|%M", "-j", ",".join(ask)]
-            )
-            live = parse_squeue(out) if out else {}
-            for j in ask:
-                info = live.get(j)
-                if info is None:
-                    self.calls += 1
-                    info = parse_scontrol(_run(["scontrol", "show", "job", "-o", j]) or "")
-                if info is not None:
-                    found[j] = info
+            info = parse_scontrol(_run(["scontrol", "show", "job", "-o", j]) or "")
+            if info is not None:
+                found[j] = info
         return found
