@@ -13,13 +13,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from perfgate.workload.env import nvidia_defaults
-from perfgate.workload.nemo2_models import gpu_class, nemo2_model
+from perfgate.workload.nemo2_models import complete_row, gpu_class, nemo2_model
 from perfgate.workload.overrides import merged_overrides
 from perfgate.workload.validate import nemo_importable
 
 
 def planned_settings(row: Mapping[str, Any], steps: int, overrides: Mapping[str, Any]) -> dict:
     """The recipe settings the nemo2 backend applies for the row, by path (no NeMo needed)."""
+    row = complete_row(row)
     tp, pp, cp, vp = (int(row.get(k) or 1) for k in ("tp", "pp", "cp", "vp"))
     num_gpus, per_node = int(row["num_gpus"]), int(row["gpus_per_node"])
     model = nemo2_model(str(row["model"]))

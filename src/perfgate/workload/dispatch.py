@@ -100,7 +100,12 @@ def run_spec(spec: WorkloadSpec, rank: RankInfo, origin: str = "<spec>") -> int:
     try:
         if config_error:
             raise config_error
-        module = importlib.import_module(BACKENDS[backend])
+        try:
+            module = importlib.import_module(BACKENDS[backend])
+        except ModuleNotFoundError as e:
+            if e.name != BACKENDS[backend]:
+                raise
+            raise ConfigError(f"backend {backend!r} is not implemented in this perfgate") from None
         module.run(spec, rank, recorder)
     except WorkloadFailed as e:
         return _fail(rank, recorder, str(e), e.exit_code)

@@ -7,6 +7,7 @@ and precision, and the model-specific recipe settings the scripts apply.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,3 +179,14 @@ def deepseek_dispatcher(gpu: str) -> dict[str, Any]:
         "model.config.moe_enable_deepep": False,
         "model.config.moe_shared_expert_overlap": True,
     }
+
+
+def complete_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The row with the defaults baselines/*.json may leave out (GPUs per node, sizes of 1)."""
+    from perfgate.hardware import gpu
+
+    out = {"tp": 1, "pp": 1, "cp": 1, "ep": 1, "vp": None, "etp": None, "fsdp": False}
+    out.update({k: v for k, v in row.items() if v is not None or k not in out})
+    if not out.get("gpus_per_node"):
+        out["gpus_per_node"] = gpu(str(row["gpu"])).gpus_per_node
+    return out

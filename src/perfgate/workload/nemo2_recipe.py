@@ -18,6 +18,7 @@ import nemo_run as run
 
 from perfgate.errors import ConfigError
 from perfgate.workload.nemo2_models import (
+    complete_row,
     deepseek_dispatcher,
     deepseek_pp_layout,
     gpu_class,
@@ -360,6 +361,7 @@ def _set_data(recipe: run.Partial, row: Mapping[str, Any], inputs: RecipeInputs)
 def build_recipe(row: Mapping[str, Any], inputs: RecipeInputs | None = None) -> run.Partial:
     """The recipe NVIDIA's scripts would run for this row, plus the row's and user's overrides."""
     inputs = inputs or RecipeInputs()
+    row = complete_row(row)
     overrides = merged_overrides(row.get("overrides") or {}, inputs.overrides or {})
     recipe = _recipe_fn(row, inputs)
     _set_data(recipe, row, inputs)
