@@ -96,7 +96,9 @@ def main() -> int:
     k = 2.63 / steady_median(t, 20)
     exp = "pretrain_nemotron4_15b_bf16_64"
     folder = f"{exp}/{exp}_1744408121/{exp}"
-    made.append(write(f"{folder}/log-{exp}.out", NEMO_HEADER + nemo2_lines([x * k for x in t], 256)))
+    made.append(
+        write(f"{folder}/log-{exp}.out", NEMO_HEADER + nemo2_lines([x * k for x in t], 256))
+    )
     made.append(write(f"{folder}/sbatch_{exp}.out", ["+ srun --container-image ... launch.sh"]))
 
     # REGRESSION: Nemotron4 340B BF16 on 256 H100 (table: 4.36 s). Shape AND size of the
@@ -115,7 +117,9 @@ def main() -> int:
     # the same rack maps to 1.99 s, which makes this run about 7% slower, its real excess.
     drift = series("together_gb200_qwen2.5_72b_bf16_64gpu_nemo2602_rack10_run1.csv")
     ref = statistics.median(
-        steady_median(series(f"together_gb200_qwen2.5_72b_bf16_64gpu_nemo2602_rack10_run{r}.csv"), 10)
+        steady_median(
+            series(f"together_gb200_qwen2.5_72b_bf16_64gpu_nemo2602_rack10_run{r}.csv"), 10
+        )
         for r in (2, 3)
     )
     k = 1.99 / ref
@@ -130,23 +134,34 @@ def main() -> int:
     # Qwen3 MoE on 8xB200 (NeMo 26.02); the level (10.3 s) is illustrative, not a measurement.
     k = 10.3 / steady_median(new, 25)
     exp = "lora_llama3_70b_bf16_1nodes_tp2_pp4_cp1_vp20_ep1_etpNone_mbs1_gbs32_2081234"
-    made.append(write(f"{exp}/{exp}_1744600000/{exp}/log-{exp}.out",
-                      NEMO_HEADER + nemo2_lines([x * k for x in new], 32)))
+    made.append(
+        write(
+            f"{exp}/{exp}_1744600000/{exp}/log-{exp}.out",
+            NEMO_HEADER + nemo2_lines([x * k for x in new], 32),
+        )
+    )
 
     # INFRA: Nemotron4 15B BF16 on 16 H100 dies of a CUDA OOM before its first step
     # (PyTorch's own wording); the report shows the cause and the escaped log tail.
     exp = "pretrain_nemotron4_15b_bf16_16"
-    made.append(write(f"{exp}/{exp}_1744700000/{exp}/log-{exp}.out", NEMO_HEADER + [
-        "Traceback (most recent call last):",
-        '  File "/opt/NeMo/nemo/lightning/pytorch/strategies/megatron_strategy.py", line 668, '
-        "in training_step",
-        "    out = self.model(dataloader_iter, forward_only=False, *args, **kwargs)",
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 3 has a "
-        "total capacity of 79.11 GiB of which 1.02 GiB is free. Including non-PyTorch memory, "
-        "this process has 78.08 GiB memory in use. Of the allocated memory 74.51 GiB is "
-        "allocated by PyTorch, and 1.96 GiB is reserved by PyTorch but unallocated.",
-        "srun: error: node-003: task 3: Exited with exit code 1",
-    ]))
+    made.append(
+        write(
+            f"{exp}/{exp}_1744700000/{exp}/log-{exp}.out",
+            [
+                *NEMO_HEADER,
+                "Traceback (most recent call last):",
+                '  File "/opt/NeMo/nemo/lightning/pytorch/strategies/megatron_strategy.py", '
+                "line 668, in training_step",
+                "    out = self.model(dataloader_iter, forward_only=False, *args, **kwargs)",
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 3 "
+                "has a total capacity of 79.11 GiB of which 1.02 GiB is free. Including "
+                "non-PyTorch memory, this process has 78.08 GiB memory in use. Of the allocated "
+                "memory 74.51 GiB is allocated by PyTorch, and 1.96 GiB is reserved by PyTorch "
+                "but unallocated.",
+                "srun: error: node-003: task 3: Exited with exit code 1",
+            ],
+        )
+    )
     for p in made:
         print(p.relative_to(HERE))
     return 0

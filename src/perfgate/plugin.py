@@ -150,6 +150,8 @@ class PerfgateState:
         else:
             if self.runner is None:
                 self.start([row])
+            if self.is_worker:  # xdist: this worker submits its own rows, checked here
+                self.check_overrides(row)
             result = self.runner.wait(row, item.nodeid)  # type: ignore[union-attr]
         return verdicts.evaluate(row, result, source=s.mode, window=s.window, tolerance=s.tolerance)
 

@@ -1,7 +1,12 @@
 """A copy of the suite (conftest.py, pytest.ini, benchmarks/, baselines/) for pytester runs.
 
-Reusable for a pytester run of the plugin against a real cluster: build `suite`, then
-`suite.run("--partition", ..., "-m", ...)` (the lead wires it to the local Slurm fixture).
+Reusable for a pytester run of the plugin against a real cluster, e.g. with the local Slurm
+fixtures of tests/integration (rows.command_row runs the CPU stand-in trainer):
+
+    def test_plugin_on_slurm(suite, slurm_cluster):
+        suite.write_rows([with_baseline(command_row("ok", num_gpus=8, gpus_per_node=4), 0.03, 0.5)])
+        result = suite.run("--partition", slurm_cluster["partitions"][0], "--poll-interval", "0.5")
+        assert result.ret == 0 and suite.results()["rows"][...]["job"]["state"] == "COMPLETED"
 """
 
 from __future__ import annotations
