@@ -331,6 +331,35 @@ def _print_comparison(c: Any) -> None:
 
 def _add_report_command(sub: argparse._SubParsersAction) -> None:
     """Register `perfgate report`."""
+    p = sub.add_parser(
+        "report",
+        help="re-render the sign-off report from a results.json",
+        description="Render the HTML report of a session from its results.json alone.",
+    )
+    p.add_argument("results", help="results.json written by a perfgate session")
+    p.add_argument("--html", metavar="OUT", help="write the HTML report to OUT")
+    p.add_argument("--json", action="store_true", help="print the verdict counts as JSON")
+    p.set_defaults(func=_report)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from perfgate.report import render, results, table
+
+    data = results.read(args.results)
+    records = table.worst_first(list(data["rows"].values()))
+    if args.html:
+        render.render_file(args.results, args.html)
+    summary: dict[str, Any] = {"rows": len(records), "verdicts": dict(table.counts(records))}
+    if args.html:
+        summary["html"] = args.html
+    if args.json:
+        _emit(summary, True)
+    else:
+        for line in table.terminal_lines(records):
+            print(line)
+        if args.html:
+            print(f"wrote {args.html}")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:

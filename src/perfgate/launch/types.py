@@ -20,7 +20,25 @@ CAUSES = (
     "NAN",  # NaN grad norm / loss
     "TOO_FEW_STEPS",  # ended before the steady window
     "SUBMIT",  # sbatch refused the job
+    "QUEUE_TIMEOUT",  # still pending when the session's queue deadline passed
     "UNKNOWN",
+)
+
+# Slurm job states after which nothing more happens to a job (sacct/scontrol spelling).
+TERMINAL_STATES = frozenset(
+    {
+        "COMPLETED",
+        "FAILED",
+        "TIMEOUT",
+        "CANCELLED",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "PREEMPTED",
+        "SPECIAL_EXIT",
+        "REVOKED",
+    }
 )
 
 
@@ -46,6 +64,16 @@ class LaunchOptions:
     max_pairs: int = 5
     finetune_data: str | None = None
     mock_finetune_data: bool = False
+    # How launches get their image: "pyxis" (srun --container-image), or "none" where the image
+    # only labels the run (bare metal; tests standing in two "images" without pyxis).
+    container_runtime: str = "pyxis"
+    mpi: str = "auto"  # auto: --mpi=pmix where `srun --mpi=list` offers it; or a plugin name
+    gpus_per_node: int | None = None  # --gpus-per-node; None: the row's gpus_per_node
+    exclusive: bool = True
+    poll_interval_s: float = 5.0  # how often job states are read (sacct, else scontrol)
+    queue_timeout_min: float = 24 * 60.0  # a job still pending after this is cancelled
+    grace_min: float = 5.0  # added to the time limit before a running job's wait gives up
+    job_name_prefix: str = "perfgate"
 
 
 @dataclass(frozen=True)
@@ -61,6 +89,10 @@ class JobPlan:
     srun_command: str
     workload_spec: dict[str, Any]
     job_dir: str
+    executor: str = "slurm"
+    launches: tuple[tuple[str, str | None], ...] = (("baseline", None),)  # (label, image) in order
+    env: dict[str, str] = field(default_factory=dict)  # plain values the ranks get
+    secret_env: tuple[str, ...] = ()  # names only: values travel in the environment
 
 
 @dataclass(frozen=True)
@@ -100,8 +132,38 @@ class RunResult:
     attempts: int = 1  # >1 after a requeue: only the last attempt is measured
     wall_s: float | None = None
     sbatch_script: str | None = None
+    job_dir: str | None = None
+    notes: tuple[str, ...] = ()  # e.g. "requeued once: only attempt 2 was measured"
 
     @property
     def ok(self) -> bool:
         """True when the job ran cleanly and its runs can be judged."""
         return self.diagnosis is None
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """One row's job as the terminal shows it while the session runs."""
+
+    row_id: str
+    job_id: str | None
+    state: str  # WAITING (not submitted: no slot yet), PENDING, RUNNING, ... or a final state
+    reason: str | None = None  # Slurm's reason while pending (Resources, Priority, ...)
+    step: int | None = None  # last finished step of the current run (0-based)
+    total_steps: int | None = None
+    run: str | None = None  # e.g. "2/6 candidate" in A/B jobs
+    time_left_s: float | None = None
+    done: bool = False
+
+    def line(self) -> str:
+        """One human line: row, job, state and progress."""
+        parts = [self.row_id, f"job {self.job_id}" if self.job_id else "not submitted", self.state]
+        if self.reason and self.state == "PENDING":
+            parts.append(f"({self.reason})")
+        if self.run:
+            parts.append(f"run {self.run}")
+        if self.step is not None and self.total_steps:
+            parts.append(f"step {self.step + 1}/{self.total_steps}")
+        if self.time_left_s is not None and not self.done:
+            parts.append(f"{self.time_left_s / 60:.1f} min left")
+        return " ".join(parts)

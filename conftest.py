@@ -1,0 +1,3 @@
+"""Root conftest: it only loads the perfgate plugin (options, rows as tests, report)."""
+
+pytest_plugins = ["perfgate.plugin"]

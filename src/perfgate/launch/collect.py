@@ -1,0 +1,199 @@
+"""Read a job folder back into a RunResult: the same code in the job and in the session.
+
+The job function writes, per attempt (requeues make several), a manifest `runs.json` of the
+launches it started and how each ended; rank 0 writes each launch's steps.json. The job
+function collects them when it finishes; when Slurm killed it (time limit, preemption, node
+failure, scancel) the session collects the same files, so what was measured before the kill
+is kept. Only the last attempt is measured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from perfgate import stepfile
+from perfgate.errors import PerfgateError
+from perfgate.launch import diagnose as dg
+from perfgate.launch.types import Diagnosis, RunRecord, RunResult
+
+MANIFEST = "runs.json"
+JOB_LOG = "job.log"
+MAX_RANK_LOGS = 16  # rank logs read for a diagnosis: failing ranks first, then rank 0, others
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Atomically replace path with JSON (a reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def attempts(job_dir: str | os.PathLike[str]) -> list[int]:
+    """Attempt numbers present in a job folder, ascending (0 first; 1 after one requeue...)."""
+    out = []
+    for p in Path(job_dir).glob("attempt-*"):
+        m = re.fullmatch(r"attempt-(\d+)", p.name)
+        if m and p.is_dir():
+            out.append(int(m.group(1)))
+    return sorted(out)
+
+
+def read_manifest(attempt_dir: Path) -> dict[str, Any] | None:
+    """The manifest of one attempt, or None when the job function never wrote one."""
+    try:
+        return json.loads((attempt_dir / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def rank_logs(rdir: Path) -> list[Path]:
+    """Per-rank output files of a launch, in rank order."""
+    found = []
+    for p in rdir.glob("rank-*.log"):
+        m = re.fullmatch(r"rank-(\d+)\.log", p.name)
+        if m:
+            found.append((int(m.group(1)), p))
+    return [p for _, p in sorted(found)]
+
+
+def run_logs(rdir: Path, extra: list[Path] = ()) -> list[tuple[str, str]]:  # type: ignore[assignment]
+    """(path, text) of the logs worth reading for one launch, most telling first."""
+    launcher = rdir / "launcher.log"
+    launcher_text = dg.read_log(launcher) if launcher.exists() else ""
+    ranks = rank_logs(rdir)
+    by_rank = {int(p.stem.split("-")[1]): p for p in ranks}
+    order: list[Path] = [by_rank[t] for t in dg.failing_tasks(launcher_text) if t in by_rank]
+    order += [p for p in ranks if p not in order]
+    order = order[:MAX_RANK_LOGS]
+    logs = [(str(p), dg.read_log(p)) for p in order]
+    if launcher.exists():
+        logs.append((str(launcher), launcher_text))
+    logs += [(str(p), dg.read_log(p)) for p in extra if p.exists()]
+    return logs
+
+
+def collect_run(entry: dict[str, Any]) -> tuple[RunRecord, stepfile.StepRecord | None]:
+    """The RunRecord of one launch from its folder (series None when no steps.json exists)."""
+    rdir = Path(entry["run_dir"])
+    record: stepfile.StepRecord | None = None
+    try:
+        record = stepfile.read(rdir / "steps.json")
+    except PerfgateError:
+        record = None
+    series = record.to_series(str(rdir / "steps.json")) if record else None
+    rank0 = rdir / "rank-0.log"
+    run = RunRecord(
+        image=entry.get("image"),
+        label=entry.get("label", "baseline"),
+        series=series,
+        versions=dict(record.versions) if record else {},
+        exit_code=entry.get("exit_code"),
+        log_path=str(rank0) if rank0.exists() else None,
+        mock_data=record.mock_data if record else True,
+    )
+    return run, record
+
+
+def batch_logs(job_dir: Path, job_id: str | None) -> list[Path]:
+    """submitit's stdout/stderr of the batch step (slurmstepd's kill notices land there)."""
+    folder = job_dir / "submitit"
+    if job_id:
+        return [folder / f"{job_id}_0_log.err", folder / f"{job_id}_0_log.out"]
+    return sorted(folder.glob("*_log.err")) + sorted(folder.glob("*_log.out"))
+
+
+def collect_job(
+    job_dir: str | os.PathLike[str],
+    row_id: str,
+    job_id: str | None,
+    state: str,
+    expected_steps: int | None = None,
+    sbatch_script: str | None = None,
+    wall_s: float | None = None,
+) -> RunResult:
+    """Everything the last attempt of a job measured, with a diagnosis when it failed."""
+    jdir = Path(job_dir)
+    tried = attempts(jdir)
+    extra = batch_logs(jdir, job_id)
+    notes: list[str] = []
+    if not tried:
+        diag = dg.diagnose(
+            state, None, [(str(p), dg.read_log(p)) for p in extra if p.exists()], job_id=job_id
+        )
+        if diag is None:
+            diag = Diagnosis("UNKNOWN", f"job {job_id}: the job function never started ({state})")
+        return RunResult(
+            row_id,
+            job_id,
+            state,
+            diagnosis=diag,
+            sbatch_script=sbatch_script,
+            wall_s=wall_s,
+            job_dir=str(jdir),
+        )
+    last = tried[-1]
+    adir = jdir / f"attempt-{last}"
+    if last > 0:
+        notes.append(
+            f"job requeued {last} time(s) (preempted or requeued): only attempt {last + 1} was "
+            "measured"
+        )
+    manifest = read_manifest(adir) or {"runs": []}
+    extra = [adir / JOB_LOG, *extra]
+    runs: list[RunRecord] = []
+    diag: Diagnosis | None = None
+    planned = int(manifest.get("planned", 0))
+    for entry in manifest.get("runs", []):
+        run, rec = collect_run(entry)
+        runs.append(run)
+        if diag is None:
+            ended = entry.get("exit_code") is not None
+            diag = dg.diagnose(
+                state if not ended or entry.get("exit_code") != 0 else "",
+                entry.get("exit_code"),
+                run_logs(Path(entry["run_dir"]), extra),
+                series=run.series,
+                expected_steps=expected_steps,
+                step_error=rec.error if rec else None,
+                job_id=job_id,
+            )
+            if diag is not None and len(manifest.get("runs", [])) > 1:
+                where = f"run {entry.get('index')} ({run.label})"
+                diag = Diagnosis(
+                    diag.cause, f"{where}: {diag.message}", diag.evidence, diag.log_tail
+                )
+    if diag is None and manifest.get("error"):
+        logs = [(str(p), dg.read_log(p)) for p in extra if p.exists()]
+        diag = dg.diagnose(state, 1, logs, job_id=job_id) or Diagnosis(
+            "UNKNOWN", f"job {job_id}: {manifest['error']}", manifest["error"]
+        )
+    if diag is None and len(runs) < planned:
+        logs = [(str(p), dg.read_log(p)) for p in extra if p.exists()]
+        diag = dg.diagnose(state or "FAILED", 1, logs, job_id=job_id) or Diagnosis(
+            "UNKNOWN", f"job {job_id}: {len(runs)} of {planned} launches ran ({state})"
+        )
+    return RunResult(
+        row_id=row_id,
+        job_id=job_id,
+        state=state,
+        runs=tuple(runs),
+        nodes=tuple(manifest.get("nodes", ())),
+        log_paths=tuple(r.log_path for r in runs if r.log_path),
+        diagnosis=diag,
+        attempts=last + 1,
+        wall_s=wall_s,
+        sbatch_script=sbatch_script,
+        job_dir=str(jdir),
+        notes=tuple(notes + list(manifest.get("notes", []))),
+    )

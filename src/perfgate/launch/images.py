@@ -1,0 +1,76 @@
+"""Container images: squashfs paths vs registry URIs, as pyxis and enroot understand them.
+
+pyxis takes `--container-image` as a squashfs file only when it starts with `/` or `./`;
+anything else is an enroot URI `[USER@][REGISTRY#]IMAGE[:TAG]` pulled by every task. A URI
+given to perfgate is imported ONCE per allocation (`enroot import` into the job folder) and
+every run of the job uses that file: one pull per job, and the A and B runs of an A/B job
+cannot see a tag that moved between them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from perfgate.errors import ConfigError
+
+SQUASHFS_SUFFIXES = (".sqsh", ".squashfs", ".sqfs")
+_SCHEMES = ("docker://", "dockerd://", "podman://")
+
+
+def is_squashfs(image: str) -> bool:
+    """True when image names a squashfs file rather than a registry image."""
+    return image.startswith(("/", "./", "../", "~")) or image.endswith(SQUASHFS_SUFFIXES)
+
+
+def squashfs_path(image: str, base: str | os.PathLike[str] | None = None) -> str:
+    """The absolute path of a squashfs image (pyxis needs `/` or `./` to see a file)."""
+    path = Path(image).expanduser()
+    if not path.is_absolute():
+        path = Path(base or os.getcwd()) / path
+    return str(path.resolve())
+
+
+def enroot_uri(image: str) -> str:
+    """A registry image in enroot's form: `docker://[USER@][REGISTRY#]IMAGE[:TAG]`.
+
+    Docker-style `nvcr.io/nvidia/nemo:25.07` becomes `nvcr.io#nvidia/nemo:25.07`: enroot would
+    otherwise look the first component up on Docker Hub.
+    """
+    scheme = next((s for s in _SCHEMES if image.startswith(s)), "docker://")
+    ref = image[len(scheme) :] if image.startswith(scheme) else image
+    if "#" not in ref and "/" in ref:
+        user, _, rest = ref.rpartition("@") if "@" in ref.split("/")[0] else ("", "", ref)
+        first, _, tail = rest.partition("/")
+        if "." in first or ":" in first or first == "localhost":
+            rest = f"{first}#{tail}"
+        ref = f"{user}@{rest}" if user else rest
+    return scheme + ref
+
+
+def sqsh_name(image: str) -> str:
+    """A file name for an imported image, like enroot's own (`nvidia+nemo+25.07.sqsh`)."""
+    ref = enroot_uri(image).split("://", 1)[1]
+    ref = ref.split("#", 1)[-1]
+    return re.sub(r"[^A-Za-z0-9._-]+", "+", ref).strip("+") + ".sqsh"
+
+
+def import_command(image: str, output: str | os.PathLike[str]) -> list[str]:
+    """The enroot command that imports a registry image into a squashfs file."""
+    return ["enroot", "import", "--output", str(output), enroot_uri(image)]
+
+
+def resolve(image: str | None, base: str | os.PathLike[str] | None = None) -> str | None:
+    """Absolute path for a squashfs image (checked to exist), the URI unchanged otherwise.
+
+    A missing squashfs file is a one-line ConfigError naming it, before anything is submitted.
+    """
+    if image is None or image == "":
+        return None
+    if not is_squashfs(image):
+        return image
+    path = squashfs_path(image, base)
+    if not Path(path).is_file():
+        raise ConfigError(f"container image {image!r}: no such squashfs file ({path})")
+    return path

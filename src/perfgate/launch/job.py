@@ -1,0 +1,402 @@
+"""The job function: runs once per allocation, on its first node, outside any container.
+
+It prepares images (a registry URI is imported once per allocation), then starts each
+workload launch in order (ABAB.. in A/B mode) with one srun over the whole allocation, or
+with N local ranks for the local executor; waits; and collects what rank 0 recorded. In A/B
+mode a callback may ask for one more pair while time allows. On SIGTERM (time limit,
+scancel, preemption) it stops the launch, records how far it got and exits WITHOUT a result,
+so the session reads the folder with Slurm's final state instead of a half-truth.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from perfgate.launch import images
+from perfgate.launch.collect import JOB_LOG, MANIFEST, collect_job, write_json
+from perfgate.launch.planning import (
+    JobContext,
+    container_env_names,
+    local_argv,
+    run_dir,
+    srun_argv,
+    workload_spec,
+)
+from perfgate.launch.types import RunResult
+
+STOP_GRACE_S = 10  # between SIGTERM and SIGKILL of a launch we stop
+LOCAL_BAD_EXIT_S = 5  # local ranks: after one fails, the rest get this long (srun -K style)
+
+
+class Stop(Exception):
+    """A signal told the job to stop (time limit, scancel, preemption)."""
+
+
+class Job:
+    """One attempt of one job: its folder, manifest and launches."""
+
+    def __init__(self, ctx: JobContext) -> None:
+        self.ctx = ctx
+        self.started = time.monotonic()
+        self.attempt = int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0)
+        self.job_id = os.environ.get("SLURM_JOB_ID") if ctx.executor == "slurm" else None
+        self.dir = Path(ctx.job_dir) / f"attempt-{self.attempt}"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.launches: list[tuple[str, str | None]] = list(ctx.launches)
+        self.manifest: dict[str, Any] = {
+            "attempt": self.attempt,
+            "job_id": self.job_id,
+            "executor": ctx.executor,
+            "host": socket.gethostname(),
+            "nodes": self.nodes(),
+            "planned": len(self.launches),
+            "started_at": _now(),
+            "runs": [],
+            "notes": [],
+        }
+        self.proc: list[subprocess.Popen[bytes]] = []
+        self.save()
+
+    # --- bookkeeping ---------------------------------------------------------------------
+
+    def log(self, msg: str) -> None:
+        """A line in the job log (read by the diagnosis) and in submitit's stdout."""
+        line = f"perfgate: {msg}"
+        print(line, flush=True)
+        with open(self.dir / JOB_LOG, "a") as f:
+            f.write(line + "\n")
+
+    def save(self) -> None:
+        write_json(self.dir / MANIFEST, self.manifest)
+
+    def nodes(self) -> list[str]:
+        if self.ctx.executor != "slurm":
+            return [socket.gethostname()]
+        nodelist = os.environ.get("SLURM_JOB_NODELIST", "")
+        out = _run(["scontrol", "show", "hostnames", nodelist]) if nodelist else None
+        return out.split() if out else [socket.gethostname()]
+
+    def seconds_left(self) -> float:
+        return self.ctx.time_limit_min * 60.0 - (time.monotonic() - self.started)
+
+    # --- signals ---------------------------------------------------------------------------
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        raise Stop(signal.Signals(signum).name)
+
+    def install_signals(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self.on_signal)
+        # submitit's USR2 handler would end the job as "timed out": a stray USR2 must not.
+        signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+        signal.signal(signal.SIGCONT, signal.SIG_DFL)
+
+    # --- images -------------------------------------------------------------------------------
+
+    def prepare_images(self) -> dict[str | None, str | None]:
+        """What each launch image becomes on the srun line (imported once per allocation)."""
+        ctx = self.ctx
+        wanted = {img for _, img in self.launches}
+        if ctx.container_runtime != "pyxis" or wanted == {None}:
+            return {img: None for img in wanted}
+        helptext = _run(["srun", "--help"]) or ""
+        if "--container-image" not in helptext:
+            raise RuntimeError(
+                "pyxis is not available: srun has no --container-image on this cluster "
+                f"(images: {', '.join(sorted(i for i in wanted if i))})"
+            )
+        out: dict[str | None, str | None] = {None: None}
+        for img in sorted(i for i in wanted if i):
+            if images.is_squashfs(img):
+                if not Path(img).is_file():
+                    raise RuntimeError(f"container image {img}: no such squashfs file on {_host()}")
+                out[img] = img
+                continue
+            out[img] = self.import_image(img)
+        return out
+
+    def import_image(self, image: str) -> str:
+        """enroot import of a registry image into the job folder (kept across requeues)."""
+        folder = Path(self.ctx.job_dir) / "images"
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / images.sqsh_name(image)
+        if target.is_file():
+            self.log(f"reusing imported image {target}")
+            return str(target)
+        tmp = target.with_suffix(".partial.sqsh")
+        tmp.unlink(missing_ok=True)
+        log = folder / (target.stem + ".import.log")
+        cmd = images.import_command(image, tmp)
+        self.log("importing " + " ".join(cmd))
+        t0 = time.monotonic()
+        with open(log, "wb") as f:
+            try:
+                rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
+            except FileNotFoundError:
+                rc = 127
+                f.write(b"enroot: command not found\n")
+        if rc != 0:
+            text = log.read_text(errors="replace").strip().splitlines()
+            errors = [line for line in text if "[ERROR]" in line] or text[-1:] or ["no output"]
+            raise RuntimeError(f"enroot import of {image} failed (exit {rc}): {errors[-1]}")
+        os.replace(tmp, target)
+        self.manifest["notes"].append(
+            f"imported {image} once for this allocation in {time.monotonic() - t0:.0f} s"
+        )
+        return str(target)
+
+    # --- launches -------------------------------------------------------------------------------
+
+    def mpi(self) -> str | None:
+        if self.ctx.executor != "slurm" or self.ctx.mpi == "none":
+            return None
+        if self.ctx.mpi != "auto":
+            return self.ctx.mpi
+        listed = _run(["srun", "--mpi=list"], stderr=True) or ""
+        if "pmix" not in listed:
+            return None
+        # Listed is not loadable: the plugin may be built while libpmix is missing on the node.
+        probe = _run(["srun", "--mpi=pmix", "--nodes=1", "--ntasks=1", "true"])
+        if probe is None:
+            self.manifest["notes"].append("srun lists pmix but cannot load it: using --mpi=none")
+            return None
+        return "pmix"
+
+    def master_addr(self, nodes: list[str]) -> str:
+        """Address of the first node as Slurm knows it (node names need not resolve)."""
+        if self.ctx.executor != "slurm" or not nodes:
+            return "127.0.0.1"
+        out = _run(["scontrol", "show", "node", nodes[0]]) or ""
+        for token in out.split():
+            if token.startswith("NodeAddr="):
+                return token.split("=", 1)[1]
+        return nodes[0]
+
+    def env(self, label: str, image: str | None, addr: str) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self.ctx.env)
+        env.update(
+            MASTER_ADDR=addr,
+            MASTER_PORT=str(_free_port()),
+            PERFGATE_RUN_LABEL=label,
+            PERFGATE_IMAGE=image or "",
+        )
+        # The batch step's own rank variables must not leak into the workload's ranks.
+        for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+            env.pop(k, None)
+        missing = [k for k in self.ctx.secret_env if k not in env]
+        if missing:
+            self.log(f"warning: secret variables not in the job's environment: {missing}")
+        return env
+
+    def launch(
+        self,
+        index: int,
+        label: str,
+        image: str | None,
+        pyxis_image: str | None,
+        mpi: str | None,
+        addr: str,
+    ) -> int:
+        ctx = self.ctx
+        rdir = run_dir(ctx.job_dir, self.attempt, index, label)
+        rdir.mkdir(parents=True, exist_ok=True)
+        workload_spec(ctx, rdir, label, image).write(rdir / "spec.json")
+        env = self.env(label, image, addr)
+        entry = {
+            "index": index,
+            "label": label,
+            "image": image,
+            "run_dir": str(rdir),
+            "exit_code": None,
+            "started_at": _now(),
+        }
+        self.manifest["runs"].append(entry)
+        t0 = time.monotonic()
+        if ctx.executor == "slurm":
+            argv = srun_argv(ctx, rdir, pyxis_image, mpi)
+            entry["command"] = argv
+            self.save()
+            with open(rdir / "launcher.log", "wb") as out:
+                self.proc = [subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)]
+                code = self.proc[0].wait()
+        else:
+            code = self.launch_local(rdir, env)
+        self.proc = []
+        entry.update(exit_code=code, ended_at=_now(), wall_s=round(time.monotonic() - t0, 2))
+        self.save()
+        return code
+
+    def launch_local(self, rdir: Path, env: dict[str, str]) -> int:
+        """N ranks on this node with torch.distributed's variables; one failure ends them all."""
+        ctx = self.ctx
+        n = ctx.tasks_per_node
+        argv = local_argv(ctx, rdir)
+        self.manifest["runs"][-1]["command"] = argv
+        self.save()
+        if ctx.cuda_visible_devices is None:
+            env.pop("CUDA_VISIBLE_DEVICES", None)  # submitit's local controller set its own
+        else:
+            env["CUDA_VISIBLE_DEVICES"] = ctx.cuda_visible_devices
+        files = []
+        for rank in range(n):
+            renv = {
+                **env,
+                "RANK": str(rank),
+                "LOCAL_RANK": str(rank),
+                "WORLD_SIZE": str(n),
+                "LOCAL_WORLD_SIZE": str(n),
+                "GROUP_RANK": "0",
+            }
+            f = open(rdir / f"rank-{rank}.log", "wb")  # noqa: SIM115 (closed below)
+            files.append(f)
+            self.proc.append(subprocess.Popen(argv, env=renv, stdout=f, stderr=subprocess.STDOUT))
+        try:
+            codes: dict[int, int] = {}
+            bad_since: float | None = None
+            while len(codes) < n:
+                for rank, p in enumerate(self.proc):
+                    if rank not in codes and p.poll() is not None:
+                        codes[rank] = p.returncode
+                        if p.returncode != 0 and bad_since is None:
+                            bad_since = time.monotonic()
+                if bad_since is not None and time.monotonic() - bad_since > LOCAL_BAD_EXIT_S:
+                    self.stop_launch()
+                time.sleep(0.2)
+            first_bad = next((codes[r] for r in sorted(codes) if codes[r] != 0), 0)
+            if first_bad:
+                bad = [r for r in sorted(codes) if codes[r] != 0]
+                with open(rdir / "launcher.log", "a") as f:
+                    for r in bad:
+                        f.write(f"local: error: task {r}: Exited with exit code {codes[r]}\n")
+            return first_bad
+        finally:
+            for f in files:
+                f.close()
+
+    def stop_launch(self) -> None:
+        """SIGTERM the running launch (srun forwards it to every task), SIGKILL if it lingers."""
+        live = [p for p in self.proc if p.poll() is None]
+        for p in live:
+            p.terminate()
+        deadline = time.monotonic() + STOP_GRACE_S
+        for p in live:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def want_more_pairs(self, durations: list[float]) -> bool:
+        ctx = self.ctx
+        pairs = sum(1 for label, _ in self.launches if label == "candidate")
+        if not (ctx.ab and ctx.more_pairs) or pairs >= ctx.max_pairs:
+            return False
+        runs = collect_job(ctx.job_dir, ctx.row_id, self.job_id, "RUNNING", ctx.steps).runs
+        try:
+            wanted = bool(ctx.more_pairs(runs))
+        except Exception as e:  # a broken callback must not lose the pairs measured
+            self.manifest["notes"].append(f"more_pairs callback failed: {e!r}; no pair added")
+            return False
+        if not wanted:
+            return False
+        need = 1.2 * (durations[-1] + durations[-2])
+        if self.seconds_left() < need:
+            self.manifest["notes"].append(
+                f"another pair was wanted but {self.seconds_left():.0f} s are left and a pair "
+                f"takes about {need / 1.2:.0f} s"
+            )
+            return False
+        self.manifest["notes"].append(f"pair {pairs + 1} added: the comparison asked for more")
+        return True
+
+    def run(self) -> RunResult:
+        ctx = self.ctx
+        self.install_signals()
+        status = "COMPLETED" if ctx.executor == "slurm" else "LOCAL"
+        try:
+            mapping = self.prepare_images()
+            mpi = self.mpi()
+            addr = self.master_addr(self.manifest["nodes"])
+            self.log(
+                f"row {ctx.row_id}: {len(self.launches)} launch(es) on "
+                f"{','.join(self.manifest['nodes'])}; MASTER_ADDR={addr}; mpi={mpi}; "
+                f"container-env={','.join(container_env_names(ctx))}"
+            )
+            durations: list[float] = []
+            i = 0
+            while i < len(self.launches):
+                label, image = self.launches[i]
+                t0 = time.monotonic()
+                code = self.launch(i + 1, label, image, mapping.get(image), mpi, addr)
+                durations.append(time.monotonic() - t0)
+                if code != 0:
+                    self.log(f"launch {i + 1} ({label}) exited with status {code}: stopping")
+                    status = "FAILED" if ctx.executor == "slurm" else "LOCAL"
+                    break
+                i += 1
+                if i == len(self.launches) and self.want_more_pairs(durations):
+                    self.launches += [self.launches[-2], self.launches[-1]]
+                    self.manifest["planned"] = len(self.launches)
+                    self.save()
+        except Stop as stop:
+            self.stop_launch()
+            self.manifest["interrupted"] = stop.args[0]
+            self.manifest["ended_at"] = _now()
+            self.save()
+            self.log(f"stopped by {stop.args[0]}; Slurm's final state will tell why")
+            # SystemExit passes submitit's `except Exception`: no result pickle is written,
+            # so nobody mistakes this attempt's partial result for the job's outcome.
+            sys.exit(143)
+        except RuntimeError as e:
+            self.manifest["error"] = str(e)
+            self.log(str(e))
+            status = "FAILED" if ctx.executor == "slurm" else "LOCAL"
+        self.manifest["ended_at"] = _now()
+        self.save()
+        return collect_job(
+            ctx.job_dir,
+            ctx.row_id,
+            self.job_id,
+            status,
+            ctx.steps,
+            wall_s=round(time.monotonic() - self.started, 2),
+        )
+
+
+def run_job(ctx: JobContext) -> RunResult:
+    """Entry point submitit calls on the first node of the allocation (or locally)."""
+    return Job(ctx).run()
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _host() -> str:
+    return socket.gethostname()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+def _run(cmd: list[str], stderr: bool = False) -> str | None:
+    """stdout (and stderr) of a short command, None when it fails or is missing."""
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if p.returncode != 0:
+        return None
+    return p.stdout + (p.stderr if stderr else "")

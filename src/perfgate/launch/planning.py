@@ -1,0 +1,319 @@
+"""From a row and the user's options to what runs: the sbatch script and the srun line.
+
+One code path: `plan()` renders exactly what `--dry-run` shows and what the session submits
+(the sbatch script is submitit's own rendering of the same parameters the executor gets), and
+the job function builds its srun line with the same `srun_argv()`. Works without Slurm.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shlex
+import sys
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from submitit.slurm.slurm import _make_sbatch_string
+
+import perfgate
+from perfgate.catalog import Row
+from perfgate.errors import ConfigError
+from perfgate.launch import images
+from perfgate.launch.envs import job_env
+from perfgate.launch.types import JobPlan, LaunchOptions
+from perfgate.workload.spec import WorkloadSpec
+
+DEFAULT_RUN_LIMIT_MIN = 30  # per workload launch, when neither the row nor the user sets one
+SIGNAL_DELAY_S = 60
+CONTAINER_SRC = "/opt/perfgate/src"  # where the perfgate source is mounted in the container
+EXECUTORS = ("slurm", "local")
+RUNTIMES = ("pyxis", "none")
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """Everything the job function needs, pickled into the job: no secret values in here."""
+
+    row_id: str
+    row: dict[str, Any]
+    job_dir: str
+    executor: str
+    nodes: int
+    tasks_per_node: int
+    launches: tuple[tuple[str, str | None], ...]
+    steps: int
+    time_limit_min: int
+    env: dict[str, str] = field(default_factory=dict)
+    secret_env: tuple[str, ...] = ()
+    overrides: dict[str, Any] = field(default_factory=dict)
+    command: tuple[str, ...] | None = None
+    container_runtime: str = "pyxis"
+    container_mounts: tuple[str, ...] = ()
+    mpi: str = "auto"
+    finetune_data: str | None = None
+    mock_data: bool = True
+    perfgate_src: str = ""
+    python: str = sys.executable
+    max_pairs: int = 0  # A/B: the most pairs more_pairs may grow the job to
+    more_pairs: Callable[[Sequence[Any]], bool] | None = None
+    cuda_visible_devices: str | None = None  # local executor: the user's GPU selection
+
+    @property
+    def ab(self) -> bool:
+        """True when the job alternates a baseline and a candidate image."""
+        return any(label == "candidate" for label, _ in self.launches)
+
+
+def run_dir(job_dir: str | os.PathLike[str], attempt: int, index: int, label: str) -> Path:
+    """Folder of one workload launch: job_dir/attempt-K/run-NN-label (K counts requeues)."""
+    return Path(job_dir) / f"attempt-{attempt}" / f"run-{index:02d}-{label}"
+
+
+def workload_spec(ctx: JobContext, rdir: Path, label: str, image: str | None) -> WorkloadSpec:
+    """The spec every rank of one launch reads (plain env only, for the record)."""
+    return WorkloadSpec(
+        row=ctx.row,
+        steps=ctx.steps,
+        output_dir=str(rdir),
+        overrides=dict(ctx.overrides),
+        env=dict(ctx.env),
+        label=label,
+        image=image,
+        finetune_data=ctx.finetune_data,
+        mock_data=ctx.mock_data,
+        command=list(ctx.command) if ctx.command else None,
+    )
+
+
+def container_env_names(ctx: JobContext) -> list[str]:
+    """Variables whose host value must win over the image's (pyxis --container-env)."""
+    fixed = ["MASTER_ADDR", "MASTER_PORT", "PERFGATE_IMAGE", "PERFGATE_RUN_LABEL"]
+    return sorted({*ctx.env, *ctx.secret_env, *fixed})
+
+
+def srun_argv(ctx: JobContext, rdir: Path, image: str | None, mpi: str | None) -> list[str]:
+    """The srun line of one launch over the whole allocation (pyxis flags when containerized).
+
+    image is what pyxis gets: an absolute squashfs path (imported URIs included), or None.
+    """
+    spec = str(rdir / "spec.json")
+    argv = [
+        "srun",
+        f"--nodes={ctx.nodes}",
+        f"--ntasks-per-node={ctx.tasks_per_node}",
+        f"--ntasks={ctx.nodes * ctx.tasks_per_node}",
+        "--kill-on-bad-exit=1",
+        f"--output={rdir}/rank-%t.log",
+    ]
+    if mpi:
+        argv.append(f"--mpi={mpi}")
+    if image is not None and ctx.container_runtime == "pyxis":
+        # Same path inside and out, so spec.json's output_dir means the same folder to both.
+        mounts = [f"{ctx.job_dir}:{ctx.job_dir}", f"{ctx.perfgate_src}:{CONTAINER_SRC}:ro"]
+        mounts += list(ctx.container_mounts)
+        argv += [
+            f"--container-image={image}",
+            f"--container-mounts={','.join(mounts)}",
+            "--no-container-mount-home",
+            f"--container-workdir={rdir}",
+            f"--container-env={','.join(container_env_names(ctx))}",
+        ]
+        # The image's own PYTHONPATH (NeMo, Megatron) stays; perfgate's source goes first.
+        boot = (
+            f"export PYTHONPATH={CONTAINER_SRC}${{PYTHONPATH:+:$PYTHONPATH}}; "
+            'exec python -m perfgate.workload "$0"'
+        )
+        return [*argv, "bash", "-c", boot, spec]
+    return [*argv, ctx.python, "-m", "perfgate.workload", spec]
+
+
+def local_argv(ctx: JobContext, rdir: Path) -> list[str]:
+    """What each local rank runs (the executor sets RANK/LOCAL_RANK/WORLD_SIZE per rank)."""
+    return [ctx.python, "-m", "perfgate.workload", str(rdir / "spec.json")]
+
+
+def launches_for(options: LaunchOptions) -> tuple[tuple[str, str | None], ...]:
+    """Baseline only, or baseline/candidate alternating ABAB.. for options.pairs pairs."""
+    if options.candidate_image:
+        if not options.container_image:
+            raise ConfigError("--candidate-image needs --container-image (the baseline image)")
+        if options.pairs < 1 or options.max_pairs < options.pairs:
+            raise ConfigError(
+                f"--pairs {options.pairs} / --max-pairs {options.max_pairs}: need 1 <= pairs <= max"
+            )
+        pair = (("baseline", options.container_image), ("candidate", options.candidate_image))
+        return pair * options.pairs
+    return (("baseline", options.container_image),)
+
+
+def row_command(row: Row, options: LaunchOptions) -> tuple[tuple[str, ...] | None, dict]:
+    """(argv, other overrides) for the row; backend "command" takes its argv from overrides."""
+    overrides = {**row.overrides, **options.overrides}
+    command = overrides.pop("command", None)
+    if row.backend != "command":
+        return None, overrides
+    if isinstance(command, str):
+        command = shlex.split(command)
+    if not command or not all(isinstance(a, str) for a in command):
+        raise ConfigError(
+            f"row {row.id}: backend 'command' needs overrides.command (argv list or string), "
+            f"got {command!r}"
+        )
+    return tuple(command), overrides
+
+
+def row_dict(row: Row) -> dict[str, Any]:
+    """The row as the workload spec carries it (the stored baseline is not the workload's)."""
+    data = dataclasses.asdict(row)
+    data.pop("baseline", None)
+    return data
+
+
+def time_limit_min(row: Row, options: LaunchOptions, n_launches: int) -> int:
+    """The allocation's limit: per-launch limit (user, row, else 30) x the most launches."""
+    per_run = options.time_limit_min or row.time_limit_min or DEFAULT_RUN_LIMIT_MIN
+    if per_run <= 0:
+        raise ConfigError(f"row {row.id}: time limit {per_run} min must be positive")
+    return int(per_run * n_launches)
+
+
+def new_job_dir(results_dir: str | os.PathLike[str], row_id: str) -> Path:
+    """A fresh folder for one submission: job ids restart on a new cluster, folders never do."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Path(results_dir).resolve() / "jobs" / row_id / f"{stamp}-{uuid.uuid4().hex[:6]}"
+
+
+def context(row: Row, options: LaunchOptions, job_dir: Path, more_pairs=None) -> JobContext:
+    """The pickled argument of the job function for this row and these options."""
+    if options.executor not in EXECUTORS:
+        raise ConfigError(
+            f"--executor {options.executor!r}: expected one of {', '.join(EXECUTORS)}"
+        )
+    if options.container_runtime not in RUNTIMES:
+        raise ConfigError(
+            f"container runtime {options.container_runtime!r}: "
+            f"expected one of {', '.join(RUNTIMES)}"
+        )
+    if options.executor == "local" and row.nodes > 1:
+        raise ConfigError(f"row {row.id}: {row.nodes} nodes cannot run on the local executor")
+    launches = launches_for(options)
+    if options.container_runtime == "pyxis":
+        launches = tuple((label, images.resolve(img)) for label, img in launches)
+        if options.executor == "local" and any(img for _, img in launches):
+            raise ConfigError(
+                "--executor local runs in the current environment and cannot start a container:"
+                " run it inside the container and drop --container-image"
+            )
+    command, overrides = row_command(row, options)
+    plain, secrets_ = job_env(row.env, options.env)
+    max_launches = 2 * options.max_pairs if options.candidate_image else 1
+    return JobContext(
+        row_id=row.id,
+        row=row_dict(row),
+        job_dir=str(job_dir),
+        executor=options.executor,
+        nodes=row.nodes,
+        tasks_per_node=row.tasks_per_node,
+        launches=launches,
+        steps=row.steps or options.steps,
+        time_limit_min=time_limit_min(row, options, max_launches),
+        env=plain,
+        secret_env=secrets_,
+        overrides=overrides,
+        command=command,
+        container_runtime=options.container_runtime,
+        container_mounts=tuple(options.container_mounts),
+        mpi=options.mpi,
+        finetune_data=options.finetune_data,
+        mock_data=not options.finetune_data or options.mock_finetune_data,
+        perfgate_src=str(Path(perfgate.__file__).resolve().parents[1]),
+        max_pairs=options.max_pairs if options.candidate_image else 0,
+        more_pairs=more_pairs,
+        cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+    )
+
+
+def sbatch_parameters(row: Row, options: LaunchOptions, ctx: JobContext) -> dict[str, Any]:
+    """submitit SlurmExecutor parameters: the function runs once, in the batch step."""
+    params: dict[str, Any] = {
+        "job_name": f"{options.job_name_prefix}-{row.id}",
+        "time": ctx.time_limit_min,
+        "nodes": ctx.nodes,
+        "ntasks_per_node": ctx.tasks_per_node,
+        "gpus_per_node": options.gpus_per_node or ctx.tasks_per_node,
+        # Run the job function once on the first node (not one copy per task through srun):
+        # it starts the workload itself with its own srun over the allocation.
+        "use_srun": False,
+        "signal_delay_s": SIGNAL_DELAY_S,
+        # submitit always asks for a USR2 warning before the time limit. Sent to the steps it
+        # would kill the ranks (Python's default action); sent to the batch shell (B:) it
+        # would kill the shell. So: the shell only, and the shell ignores it. The time limit
+        # itself still ends the job with SIGTERM, which the job function handles.
+        "additional_parameters": {"signal": f"B:USR2@{SIGNAL_DELAY_S}", **options.slurm_params},
+        "setup": ["trap '' USR2"],
+    }
+    if options.exclusive:
+        params["exclusive"] = True
+    for key in ("partition", "account", "qos"):
+        if getattr(options, key):
+            params[key] = getattr(options, key)
+    return params
+
+
+def submitit_command(folder: str | os.PathLike[str]) -> str:
+    """The batch command submitit writes: run the pickled job function in this Python."""
+    return " ".join(
+        [shlex.quote(sys.executable), "-u -m submitit.core._submit", shlex.quote(str(folder))]
+    )
+
+
+def plan(
+    row: Row,
+    options: LaunchOptions,
+    job_dir: str | os.PathLike[str] | None = None,
+    more_pairs: Callable[[Sequence[Any]], bool] | None = None,
+) -> JobPlan:
+    """What would run for this row: sbatch script, srun line, spec, GPU-hours. No Slurm needed."""
+    jdir = Path(job_dir) if job_dir else new_job_dir(options.results_dir, row.id)
+    ctx = context(row, options, jdir, more_pairs)
+    label, image = ctx.launches[0]
+    rdir = run_dir(jdir, 0, 1, label)
+    spec = workload_spec(ctx, rdir, label, image)
+    gpus_per_node = options.gpus_per_node or ctx.tasks_per_node
+    if ctx.executor == "slurm":
+        params = sbatch_parameters(row, options, ctx)
+        try:
+            script = _make_sbatch_string(
+                command=submitit_command(jdir / "submitit"), folder=jdir / "submitit", **params
+            )
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"row {row.id}: bad sbatch parameter ({e})") from None
+        shown_image = image
+        if image and ctx.container_runtime == "pyxis" and not images.is_squashfs(image):
+            shown_image = str(jdir / "images" / images.sqsh_name(image))  # imported once per job
+        mpi = "pmix" if ctx.mpi == "auto" else (None if ctx.mpi == "none" else ctx.mpi)
+        argv = srun_argv(ctx, rdir, shown_image, mpi)
+    else:
+        script = ""
+        argv = local_argv(ctx, rdir)
+        argv = [f"RANK=0..{ctx.tasks_per_node - 1}", f"WORLD_SIZE={ctx.tasks_per_node}", *argv]
+    return JobPlan(
+        row_id=row.id,
+        nodes=ctx.nodes,
+        tasks_per_node=ctx.tasks_per_node,
+        time_limit_min=ctx.time_limit_min,
+        gpu_hours=round(ctx.nodes * gpus_per_node * ctx.time_limit_min / 60.0, 3),
+        sbatch_script=script,
+        srun_command=shlex.join(argv),
+        workload_spec=dataclasses.asdict(spec),
+        job_dir=str(jdir),
+        executor=ctx.executor,
+        launches=ctx.launches,
+        env=dict(ctx.env),
+        secret_env=ctx.secret_env,
+    )

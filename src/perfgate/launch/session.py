@@ -1,0 +1,490 @@
+"""A pytest session's jobs: submit every row at once, wait per row, cancel all, resume.
+
+Rows are submitted when the session starts, at most max_concurrent_jobs at a time (the rest
+go as slots free); result(row_id) waits for that row's job only. Waits have deadlines: a job
+still pending after queue_timeout_min is cancelled (QUEUE_TIMEOUT), and a running job with
+no final state grace_min after its time limit is given up (UNKNOWN). A state file in the
+results folder maps rows (and test ids) to job ids, so a new session with resume=True
+re-attaches to jobs still queued or running (or finished with a result) instead of
+submitting them again. SIGINT/SIGTERM cancel every job the session submitted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import submitit
+from submitit.core.utils import pickle_load
+
+from perfgate import stepfile
+from perfgate.catalog import Row
+from perfgate.errors import ConfigError, PerfgateError
+from perfgate.launch import planning
+from perfgate.launch.collect import attempts, collect_job, read_manifest, write_json
+from perfgate.launch.envs import export_secrets
+from perfgate.launch.job import run_job
+from perfgate.launch.slurmstate import JobInfo, SlurmStates
+from perfgate.launch.types import Diagnosis, JobPlan, JobStatus, LaunchOptions, RunResult
+
+STATE_FILE = "launch-session.json"
+LOST_AFTER_S = 120  # a submitted job Slurm has no record of for this long is given up
+RESULT_GRACE_S = 10  # COMPLETED but no result pickle yet: shared filesystems lag
+
+
+@dataclass
+class _Entry:
+    row: Row
+    plan: JobPlan
+    ctx: planning.JobContext
+    test_id: str | None = None
+    job_id: str | None = None
+    submitted_at: float | None = None  # wall clock
+    running_since: float | None = None
+    pending_since: float | None = None
+    unknown_since: float | None = None
+    info: JobInfo | None = None
+    result: RunResult | None = None
+    local_job: Any = None  # submitit LocalJob (local executor)
+    resumed: bool = False
+
+    @property
+    def done(self) -> bool:
+        return self.result is not None
+
+
+class LaunchSession:
+    """Submits rows as Slurm (or local) jobs and hands each test its RunResult."""
+
+    def __init__(
+        self,
+        options: LaunchOptions,
+        results_dir: str | os.PathLike[str] | None = None,
+        resume: bool = False,
+        more_pairs: Callable[[Sequence[Any]], bool] | None = None,
+    ) -> None:
+        self.options = options
+        self.results_dir = Path(results_dir or options.results_dir).resolve()
+        self.resume = resume
+        self.more_pairs = more_pairs
+        self.states = SlurmStates()
+        self.entries: dict[str, _Entry] = {}
+        self.order: list[str] = []
+        self._last_poll = 0.0
+        self._old_handlers: dict[int, Any] = {}
+        self._cancelling = False
+        self.state_path = self.results_dir / STATE_FILE
+        self._saved = self._load_state() if resume else {}
+
+    # --- planning and submission -----------------------------------------------------------
+
+    def plan(self, row: Row) -> JobPlan:
+        """The plan a row would be submitted with (a fresh job folder)."""
+        return planning.plan(row, self.options, more_pairs=self.more_pairs)
+
+    def submit_all(self, rows: Iterable[Row], test_ids: Mapping[str, str] | None = None) -> None:
+        """Plan every row (errors surface now, before anything runs), then submit what fits."""
+        export_secrets(self.options.env)
+        for row in rows:
+            if row.id in self.entries:
+                raise ConfigError(f"row {row.id} is selected twice")
+            saved = self._saved.get(row.id, {})
+            job_dir = saved.get("job_dir") if saved.get("job_id") else None
+            jdir = Path(job_dir) if job_dir else planning.new_job_dir(self.results_dir, row.id)
+            p = planning.plan(row, self.options, job_dir=jdir, more_pairs=self.more_pairs)
+            ctx = planning.context(row, self.options, jdir, self.more_pairs)
+            e = _Entry(row, p, ctx, test_id=(test_ids or {}).get(row.id))
+            self.entries[row.id] = e
+            self.order.append(row.id)
+            if saved.get("job_id"):
+                self._reattach(e, saved)
+        self._save_state()
+        self.pump(force=True)
+
+    def _reattach(self, e: _Entry, saved: dict[str, Any]) -> None:
+        """Take over a job an earlier session submitted when it is still ours and alive."""
+        if self.options.executor != "slurm" or saved.get("cancelled"):
+            return
+        job_id = str(saved["job_id"])
+        info = self.states.query([job_id]).get(job_id)
+        name = f"{self.options.job_name_prefix}-{e.row.id}"
+        if info is None or (info.name and info.name != name):
+            return  # job ids restart on a new cluster: a different job now has this id
+        if info.active or (info.state == "COMPLETED" and self._pickle(e, job_id).exists()):
+            e.job_id = job_id
+            e.submitted_at = saved.get("submitted_at", time.time())
+            e.resumed = True
+            e.info = info
+            now = time.monotonic()
+            if info.state == "RUNNING":
+                e.running_since = now - (info.elapsed_s or 0.0)
+            else:
+                e.pending_since = now
+
+    def _slots(self) -> int:
+        cap = self.options.max_concurrent_jobs
+        live = sum(1 for e in self.entries.values() if e.job_id and not e.done)
+        return (cap - live) if cap else len(self.entries)
+
+    def _submit(self, e: _Entry) -> None:
+        folder = Path(e.plan.job_dir) / "submitit"
+        try:
+            if self.options.executor == "slurm":
+                ex = submitit.SlurmExecutor(folder=folder)
+                ex.update_parameters(**planning.sbatch_parameters(e.row, self.options, e.ctx))
+            else:
+                ex = submitit.LocalExecutor(folder=folder)
+                ex.update_parameters(timeout_min=e.ctx.time_limit_min, tasks_per_node=1, nodes=1)
+            job = ex.submit(run_job, e.ctx)
+        except Exception as err:  # sbatch refused: a bad partition, account, QOS, limit
+            text = str(err).strip().splitlines()
+            line = next(
+                (x for x in reversed(text) if "error" in x.lower()), text[-1] if text else ""
+            )
+            e.result = RunResult(
+                e.row.id,
+                None,
+                "NOT_SUBMITTED",
+                diagnosis=Diagnosis("SUBMIT", f"sbatch refused the job: {line.strip()}", line),
+                sbatch_script=e.plan.sbatch_script,
+                job_dir=e.plan.job_dir,
+            )
+            return
+        e.job_id = str(job.job_id)
+        e.submitted_at = time.time()
+        e.pending_since = time.monotonic()
+        if self.options.executor == "local":
+            e.local_job = job
+
+    # --- state ---------------------------------------------------------------------------------
+
+    def _pickle(self, e: _Entry, job_id: str | None = None) -> Path:
+        return Path(e.plan.job_dir) / "submitit" / f"{job_id or e.job_id}_0_result.pkl"
+
+    def pump(self, force: bool = False) -> None:
+        """Refresh states (at most once per poll interval), finish jobs, fill free slots."""
+        now = time.monotonic()
+        if force or now - self._last_poll >= self.options.poll_interval_s:
+            self._last_poll = now
+            self._refresh()
+        changed = False
+        for rid in self.order:
+            e = self.entries[rid]
+            if e.job_id is None and e.result is None and self._slots() > 0 and not self._cancelling:
+                self._submit(e)
+                changed = True
+        for rid in self.order:
+            e = self.entries[rid]
+            if e.job_id and not e.done:
+                changed |= self._check(e)
+        if changed:
+            self._save_state()
+
+    def _refresh(self) -> None:
+        live = [e for e in self.entries.values() if e.job_id and not e.done]
+        if self.options.executor == "slurm":
+            infos = self.states.query(e.job_id for e in live)
+        else:
+            infos = {}
+            for e in live:
+                st = e.local_job.state if e.local_job is not None else "UNKNOWN"
+                state = {"RUNNING": "RUNNING", "FINISHED": "COMPLETED"}.get(st, "FAILED")
+                infos[e.job_id] = JobInfo(e.job_id, state, source="local")
+        now = time.monotonic()
+        for e in live:
+            info = infos.get(e.job_id)
+            if info is None:
+                e.unknown_since = e.unknown_since or now
+                continue
+            e.unknown_since = None
+            if info.state == "RUNNING" and (e.info is None or e.info.state != "RUNNING"):
+                e.running_since = now
+            if info.state in ("PENDING", "REQUEUED") and (
+                e.info is None or e.info.state not in ("PENDING", "REQUEUED")
+            ):
+                e.pending_since = now  # a requeued job queues again: its clock restarts
+                e.running_since = None
+            e.info = info
+
+    def _check(self, e: _Entry) -> bool:
+        """Finish e when its job is over or past a deadline; True when it finished."""
+        pickle = self._pickle(e)
+        info = e.info
+        if pickle.exists():
+            self._finish_from_pickle(e, pickle)
+            return True
+        if info is not None and info.terminal:
+            if info.state == "COMPLETED":
+                deadline = time.monotonic() + RESULT_GRACE_S
+                while not pickle.exists() and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                if pickle.exists():
+                    self._finish_from_pickle(e, pickle)
+                    return True
+            self._finish_from_folder(e, info.state)
+            return True
+        now = time.monotonic()
+        opts = self.options
+        if e.unknown_since and now - e.unknown_since > max(LOST_AFTER_S, 3 * opts.poll_interval_s):
+            self._give_up(e, "UNKNOWN", f"Slurm has no record of job {e.job_id}")
+            return True
+        pending_s = now - e.pending_since if e.pending_since is not None else 0.0
+        if info and info.state == "PENDING" and pending_s > opts.queue_timeout_min * 60:
+            self._cancel_ids([e.job_id])
+            self._give_up(
+                e,
+                "QUEUE_TIMEOUT",
+                f"job {e.job_id} still pending after {opts.queue_timeout_min:g} min "
+                f"(reason: {info.reason or 'none given'}); cancelled",
+            )
+            return True
+        if e.running_since is not None:
+            limit_s = (e.ctx.time_limit_min + opts.grace_min) * 60
+            if now - e.running_since > limit_s:
+                self._cancel_ids([e.job_id])
+                self._give_up(
+                    e,
+                    "UNKNOWN",
+                    f"job {e.job_id} shows no final state {opts.grace_min:g} min after its "
+                    f"{e.ctx.time_limit_min} min time limit; cancelled",
+                )
+                return True
+        return False
+
+    def _final_state(self, e: _Entry) -> str:
+        if self.options.executor != "slurm":
+            return "LOCAL"
+        info = self.states.query([e.job_id]).get(e.job_id)
+        if info is not None:
+            e.info = info
+        return info.state if info is not None and info.terminal else "COMPLETED"
+
+    def _finish_from_pickle(self, e: _Entry, pickle: Path) -> None:
+        try:
+            outcome, value = pickle_load(pickle)
+        except Exception:
+            time.sleep(1)  # written by rename, but a lagging filesystem may show it early
+            outcome, value = pickle_load(pickle)
+        state = self._final_state(e)
+        if outcome == "success" and isinstance(value, RunResult):
+            if value.state == "FAILED":  # the batch step exits 0 after a failed launch
+                state = "FAILED"
+            e.result = dataclasses.replace(
+                value, job_id=e.job_id, state=state, sbatch_script=e.plan.sbatch_script
+            )
+            return
+        # The job function itself raised: keep what it measured, name the exception.
+        last = str(value).strip().splitlines()[-1] if str(value).strip() else "no traceback"
+        res = self._collect(e, state)
+        e.result = dataclasses.replace(
+            res,
+            diagnosis=Diagnosis(
+                "UNKNOWN",
+                f"job {e.job_id}: the job function failed: {last}",
+                last,
+                str(value)[-4000:],
+            ),
+        )
+
+    def _collect(self, e: _Entry, state: str) -> RunResult:
+        wall = e.info.elapsed_s if e.info else None
+        return collect_job(
+            e.plan.job_dir,
+            e.row.id,
+            e.job_id,
+            state,
+            e.ctx.steps,
+            sbatch_script=e.plan.sbatch_script,
+            wall_s=wall,
+        )
+
+    def _finish_from_folder(self, e: _Entry, state: str) -> None:
+        e.result = self._collect(e, state)
+
+    def _give_up(self, e: _Entry, cause: str, message: str) -> None:
+        res = self._collect(e, e.info.state if e.info else "UNKNOWN")
+        e.result = dataclasses.replace(
+            res,
+            diagnosis=Diagnosis(
+                cause, message, None, res.diagnosis.log_tail if res.diagnosis else ""
+            ),
+        )
+
+    # --- the API the plugin drives ------------------------------------------------------------
+
+    def result(self, row_id: str, timeout_s: float | None = None) -> RunResult:
+        """Block until this row's job is over and return its result (other jobs keep going)."""
+        if row_id not in self.entries:
+            raise ConfigError(f"row {row_id} was not submitted in this session")
+        e = self.entries[row_id]
+        start = time.monotonic()
+        while not e.done:
+            self.pump()
+            if e.done:
+                break
+            if timeout_s is not None and time.monotonic() - start > timeout_s:
+                raise PerfgateError(
+                    f"row {row_id}: no result after {timeout_s:g} s (job {e.job_id})"
+                )
+            time.sleep(min(0.5, self.options.poll_interval_s))
+        self._save_state()
+        assert e.result is not None
+        return e.result
+
+    def wait_all(self) -> dict[str, RunResult]:
+        """Every row's result, in submission order."""
+        return {rid: self.result(rid) for rid in self.order}
+
+    def poll(self) -> list[JobStatus]:
+        """Where every row stands, for the terminal: state, pending reason, step, time left."""
+        self.pump()
+        out = []
+        for rid in self.order:
+            e = self.entries[rid]
+            if e.done:
+                r = e.result
+                state = r.state if r.diagnosis is None else f"{r.state} ({r.diagnosis.cause})"
+                out.append(JobStatus(rid, e.job_id, state, done=True))
+                continue
+            if e.job_id is None:
+                out.append(JobStatus(rid, None, "WAITING", reason="max concurrent jobs"))
+                continue
+            info = e.info
+            step, total, run = self._progress(e)
+            out.append(
+                JobStatus(
+                    rid,
+                    e.job_id,
+                    info.state if info else "SUBMITTED",
+                    reason=info.reason if info else None,
+                    step=step,
+                    total_steps=total,
+                    run=run,
+                    time_left_s=info.time_left_s if info else None,
+                )
+            )
+        return out
+
+    def _progress(self, e: _Entry) -> tuple[int | None, int | None, str | None]:
+        tried = attempts(e.plan.job_dir)
+        if not tried:
+            return None, None, None
+        manifest = read_manifest(Path(e.plan.job_dir) / f"attempt-{tried[-1]}") or {}
+        runs = manifest.get("runs", [])
+        if not runs:
+            return None, e.ctx.steps, None
+        last = runs[-1]
+        run = (
+            f"{len(runs)}/{manifest.get('planned', len(runs))} {last['label']}"
+            if len(e.ctx.launches) > 1
+            else None
+        )
+        try:
+            rec = stepfile.read(Path(last["run_dir"]) / "steps.json")
+        except PerfgateError:
+            return None, e.ctx.steps, run
+        step = rec.steps[-1]["step"] if rec.steps else None
+        return step, e.ctx.steps, run
+
+    def cancel_all(self) -> list[str]:
+        """scancel every job this session submitted and not finished; rows not yet submitted
+        are not submitted. Returns the cancelled job ids."""
+        self._cancelling = True
+        ids = [e.job_id for e in self.entries.values() if e.job_id and not e.done]
+        if self.options.executor == "slurm":
+            self._cancel_ids(ids)
+        else:
+            for e in self.entries.values():
+                if e.local_job is not None and not e.done:
+                    e.local_job.cancel(check=False)
+        for e in self.entries.values():
+            if e.job_id is None and e.result is None:
+                e.result = RunResult(
+                    e.row.id,
+                    None,
+                    "CANCELLED",
+                    diagnosis=Diagnosis(
+                        "CANCELLED", "the session was interrupted before this row was submitted"
+                    ),
+                    job_dir=e.plan.job_dir,
+                )
+        self._save_state(cancelled=set(ids))
+        return ids
+
+    def _cancel_ids(self, ids: Sequence[str | None]) -> None:
+        ids = [i for i in ids if i]
+        if ids:
+            subprocess.run(["scancel", *ids], capture_output=True, timeout=60)
+
+    def install_signal_handlers(self) -> None:
+        """Ctrl-C / SIGTERM cancel the session's jobs, then interrupt as usual."""
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._old_handlers[sig] = signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self.restore_signal_handlers()
+        self.cancel_all()
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)
+
+    def restore_signal_handlers(self) -> None:
+        """Put back the handlers install_signal_handlers replaced."""
+        for sig, old in self._old_handlers.items():
+            signal.signal(sig, old)
+        self._old_handlers.clear()
+
+    # --- the state file ---------------------------------------------------------------------------
+
+    def _load_state(self) -> dict[str, dict[str, Any]]:
+        try:
+            data = json.loads(self.state_path.read_text())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"{self.state_path}: unreadable session state ({e})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("jobs"), dict):
+            raise ConfigError(f"{self.state_path}: field 'jobs' missing; not a session state file")
+        return data["jobs"]
+
+    def _save_state(self, cancelled: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        jobs = {}
+        for rid in self.order:
+            e = self.entries[rid]
+            old = self._saved.get(rid, {})
+            jobs[rid] = {
+                "test_id": e.test_id,
+                "job_id": e.job_id,
+                "job_dir": e.plan.job_dir,
+                "job_name": f"{self.options.job_name_prefix}-{rid}",
+                "submitted_at": e.submitted_at,
+                "state": e.result.state if e.result else (e.info.state if e.info else None),
+                "done": e.done,
+                "cancelled": e.job_id in cancelled
+                or bool(old.get("cancelled") and old.get("job_id") == e.job_id),
+            }
+        self._saved = jobs
+        write_json(
+            self.state_path,
+            {
+                "version": 1,
+                "executor": self.options.executor,
+                "slurm_conf": os.environ.get("SLURM_CONF"),
+                "updated_at": time.time(),
+                "jobs": jobs,
+            },
+        )
+
+    def close(self) -> None:
+        """Restore signal handlers and write the final state."""
+        self.restore_signal_handlers()
+        if self.entries:
+            self._save_state()

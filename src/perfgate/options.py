@@ -1,0 +1,387 @@
+"""The pytest command-line options of the suite, and what they become: LaunchOptions + Settings.
+
+Registered by perfgate.plugin under the "perfgate" group of `pytest --help`. Parsing is strict:
+a bad value is a one-line ConfigError naming the option and the value.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perfgate.errors import ConfigError
+from perfgate.launch.types import LaunchOptions
+from perfgate.secrets import is_secret
+from perfgate.workload.overrides import parse_overrides
+
+EXECUTORS = ("slurm", "local")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the plugin itself needs beyond LaunchOptions (modes, judging, files)."""
+
+    launch: LaunchOptions
+    baselines_dir: Path
+    results_dir: Path
+    gpus: str | None = None
+    window: Any = "auto"  # "auto" or (first, last) inclusive step numbers
+    tolerance: float | None = None
+    steps: int | None = None  # --steps given: it wins over the rows' own step counts
+    strict: bool = False
+    resume: bool = False
+    update_baselines: bool = False
+    dry_run: bool = False
+    replay: Path | None = None
+    env_file: str | None = None  # kept to rebuild the repro command
+    cli_args: tuple[str, ...] = field(default_factory=tuple)  # the options that shape a run
+
+    @property
+    def mode(self) -> str:
+        """live, dry-run or replay."""
+        return "dry-run" if self.dry_run else "replay" if self.replay is not None else "live"
+
+
+def addoption(parser: pytest.Parser) -> None:
+    """Register every option under the "perfgate" group."""
+    g = parser.getgroup("perfgate", "perfgate: NeMo training performance gate")
+    env = os.environ
+    g.addoption(
+        "--gpus",
+        metavar="SPEC",
+        default=None,
+        help="keep rows with these GPU counts: 64, 8,16 or 8-64 (others are deselected)",
+    )
+    g.addoption(
+        "--partition",
+        default=env.get("SBATCH_PARTITION"),
+        help="Slurm partition (default: $SBATCH_PARTITION)",
+    )
+    g.addoption(
+        "--account",
+        default=env.get("SBATCH_ACCOUNT"),
+        help="Slurm account (default: $SBATCH_ACCOUNT)",
+    )
+    g.addoption("--qos", default=env.get("SBATCH_QOS"), help="Slurm QOS (default: $SBATCH_QOS)")
+    g.addoption(
+        "--time-limit",
+        metavar="MIN",
+        type=int,
+        default=None,
+        help="job time limit in minutes for every row (default: the row's, else launch's)",
+    )
+    g.addoption(
+        "--container-image",
+        metavar="IMG",
+        default=None,
+        help="NeMo container: a .sqsh file or a registry URI (pyxis); none = bare metal",
+    )
+    g.addoption(
+        "--container-mounts",
+        metavar="SRC:DST[,..]",
+        action="append",
+        default=[],
+        help="extra pyxis container mounts (repeatable, comma-separated)",
+    )
+    g.addoption(
+        "--env-file",
+        metavar="JSON",
+        default=None,
+        help="JSON object of environment variables for every job (e.g. seed 000's "
+        "env_vars.json); secrets are refused here: export them instead",
+    )
+    g.addoption(
+        "--env",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="environment variable for every job (repeatable; wins over --env-file)",
+    )
+    g.addoption(
+        "--slurm-param",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="extra sbatch parameter, e.g. reservation=r1 or constraint=gpu (repeatable)",
+    )
+    g.addoption(
+        "--executor",
+        choices=EXECUTORS,
+        default="slurm",
+        help="slurm (default) or local: run on this node with torchrun-style ranks",
+    )
+    g.addoption(
+        "--steps",
+        type=int,
+        default=None,
+        help="training steps per run, for every selected row (default: the row's, else 50)",
+    )
+    g.addoption(
+        "--window",
+        default="auto",
+        help="steady window: auto (data-driven warm-up removal) or FIRST:LAST inclusive "
+        "0-based steps, e.g. 35:44 as llmb",
+    )
+    g.addoption(
+        "--tolerance",
+        type=float,
+        default=None,
+        help="allowed slowdown as a fraction, e.g. 0.03 (overrides the rows' tolerance)",
+    )
+    g.addoption(
+        "--override",
+        metavar="PATH=VALUE",
+        action="append",
+        default=[],
+        help="recipe override by dotted path, e.g. model.config.recompute_granularity="
+        "selective (repeatable; a tuning knob A/B on the selected rows)",
+    )
+    g.addoption(
+        "--results-dir",
+        metavar="DIR",
+        default="perfgate-results",
+        help="where jobs write and results.json goes (default perfgate-results)",
+    )
+    g.addoption(
+        "--max-concurrent-jobs",
+        metavar="N",
+        type=int,
+        default=None,
+        help="at most N jobs queued or running at once (default: all)",
+    )
+    g.addoption(
+        "--poll-interval",
+        metavar="S",
+        type=float,
+        default=5.0,
+        help="seconds between job-state polls while tests wait (default 5)",
+    )
+    g.addoption(
+        "--finetune-data",
+        metavar="DIR",
+        default=None,
+        help="fine-tuning data and checkpoint folder (llmb layout) for sft/lora rows",
+    )
+    g.addoption(
+        "--mock-finetune-data",
+        action="store_true",
+        default=False,
+        help="fine-tune on mock data where NeMo allows it (results flagged mock_data)",
+    )
+    g.addoption(
+        "--resume",
+        action="store_true",
+        default=False,
+        help="re-attach to the jobs of an interrupted session in --results-dir",
+    )
+    g.addoption(
+        "--update-baselines",
+        action="store_true",
+        default=False,
+        help="after the run, write the measured values of cleanly run rows into "
+        "baselines/*.json (atomic, locked) and print the diff",
+    )
+    g.addoption(
+        "--dry-run",
+        action="store_true",
+        default=False,
+        help="submit nothing: show per row the sbatch script, srun line, workload spec "
+        "and GPU-hours; works without Slurm or GPU",
+    )
+    g.addoption(
+        "--replay",
+        metavar="DIR",
+        default=None,
+        help="submit nothing: judge each row from logs already in DIR (perfgate, NeMo, "
+        "nemo_run, llmb or Megatron-Bridge folders)",
+    )
+    g.addoption(
+        "--baselines-dir",
+        metavar="DIR",
+        default=None,
+        help="folder of the <gpu>.json row files (default: <rootdir>/baselines)",
+    )
+
+
+def _pairs(values: list[str], option: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{option} {item!r}: expected KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def _refuse_secrets(env: dict[str, str], where: str) -> None:
+    for key in env:
+        if is_secret(key):
+            raise ConfigError(
+                f"{where}: {key} looks like a secret; export it in the shell instead "
+                "(secrets reach jobs through the environment only and are never stored)"
+            )
+
+
+def read_env_file(path: str) -> dict[str, str]:
+    """A JSON object of string values (numbers are accepted and turned into strings)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"--env-file {path}: file not found") from None
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"--env-file {path}: not a JSON file ({e})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"--env-file {path}: expected a JSON object of NAME: value")
+    out: dict[str, str] = {}
+    for k, v in data.items():
+        if isinstance(v, bool) or not isinstance(v, str | int | float):
+            raise ConfigError(f"--env-file {path}: field {k!r} has value {v!r}; expected a string")
+        out[str(k)] = str(v)
+    _refuse_secrets(out, f"--env-file {path}")
+    return out
+
+
+def parse_window(text: str) -> Any:
+    """auto, or FIRST:LAST inclusive 0-based steps."""
+    if text == "auto":
+        return "auto"
+    first, sep, last = text.partition(":")
+    try:
+        a, b = int(first), int(last)
+    except ValueError:
+        a = b = -1
+    if not sep or a < 0 or b < a:
+        raise ConfigError(f"--window {text!r}: expected auto or FIRST:LAST, e.g. 35:44")
+    return (a, b)
+
+
+def strict_mode(config: pytest.Config) -> bool:
+    """pytest's own --strict (pytest 9: the `strict` ini switch; pytest 8: the old flag).
+
+    perfgate does not add a flag of its own: under --strict, INCONCLUSIVE and NO_BASELINE
+    rows fail instead of passing with a warning, as CI wants.
+    """
+    try:
+        return bool(config.getini("strict"))
+    except ValueError:  # pytest 8 has no `strict` ini option
+        return bool(config.getoption("strict", False))
+
+
+def settings_from_config(config: pytest.Config) -> Settings:
+    """Build and validate Settings (and LaunchOptions) from the parsed pytest options."""
+    opt = config.getoption
+    if opt("dry_run") and opt("replay"):
+        raise ConfigError("--dry-run and --replay exclude each other: pick one")
+    steps = opt("steps")
+    if steps is not None and steps < 1:
+        raise ConfigError(f"--steps {steps}: must be at least 1")
+    if not opt("poll_interval") > 0:
+        raise ConfigError(f"--poll-interval {opt('poll_interval')}: must be positive seconds")
+    tol = opt("tolerance")
+    if tol is not None and not 0 < tol < 1:
+        raise ConfigError(f"--tolerance {tol}: must be a fraction in (0, 1), e.g. 0.03")
+    for name in ("time_limit", "max_concurrent_jobs"):
+        value = opt(name)
+        if value is not None and value < 1:
+            raise ConfigError(f"--{name.replace('_', '-')} {value}: must be at least 1")
+    env: dict[str, str] = {}
+    if opt("env_file"):
+        env.update(read_env_file(opt("env_file")))
+    cli_env = _pairs(opt("env"), "--env")
+    _refuse_secrets(cli_env, "--env")
+    env.update(cli_env)
+    overrides = parse_overrides(opt("override"))
+    mounts = tuple(m for arg in opt("container_mounts") for m in arg.split(",") if m)
+    replay = opt("replay")
+    if replay is not None and not Path(replay).is_dir():
+        raise ConfigError(f"--replay {replay}: no such folder")
+    rootdir = Path(config.rootpath)
+    baselines = Path(opt("baselines_dir")) if opt("baselines_dir") else rootdir / "baselines"
+    results_dir = Path(opt("results_dir"))
+    launch = LaunchOptions(
+        executor=opt("executor"),
+        partition=opt("partition"),
+        account=opt("account"),
+        qos=opt("qos"),
+        time_limit_min=opt("time_limit"),
+        container_image=opt("container_image"),
+        container_mounts=mounts,
+        env=env,
+        slurm_params=_pairs(opt("slurm_param"), "--slurm-param"),
+        steps=steps or LaunchOptions.steps,
+        overrides=overrides,
+        results_dir=str(results_dir),
+        max_concurrent_jobs=opt("max_concurrent_jobs"),
+        finetune_data=opt("finetune_data"),
+        mock_finetune_data=opt("mock_finetune_data"),
+        poll_interval_s=opt("poll_interval"),
+    )
+    return Settings(
+        launch=launch,
+        baselines_dir=baselines,
+        results_dir=results_dir,
+        gpus=opt("gpus"),
+        window=parse_window(opt("window")),
+        tolerance=tol,
+        steps=steps,
+        strict=strict_mode(config),
+        resume=opt("resume"),
+        update_baselines=opt("update_baselines"),
+        dry_run=opt("dry_run"),
+        replay=Path(replay) if replay is not None else None,
+        env_file=opt("env_file"),
+        cli_args=tuple(run_args(config)),
+    )
+
+
+def run_args(config: pytest.Config) -> list[str]:
+    """The perfgate options of this invocation that shape a run (for repro commands)."""
+    opt = config.getoption
+    args: list[str] = []
+    for name, flag in (
+        ("executor", "--executor"),
+        ("partition", "--partition"),
+        ("account", "--account"),
+        ("qos", "--qos"),
+        ("time_limit", "--time-limit"),
+        ("container_image", "--container-image"),
+        ("env_file", "--env-file"),
+        ("steps", "--steps"),
+        ("window", "--window"),
+        ("tolerance", "--tolerance"),
+        ("finetune_data", "--finetune-data"),
+        ("baselines_dir", "--baselines-dir"),
+        ("replay", "--replay"),
+    ):
+        value = opt(name)
+        if value is None or (name, value) in (
+            ("executor", "slurm"),
+            ("steps", 50),
+            ("window", "auto"),
+        ):
+            continue
+        args += [flag, str(value)]
+    for name, flag in (
+        ("container_mounts", "--container-mounts"),
+        ("env", "--env"),
+        ("slurm_param", "--slurm-param"),
+        ("override", "--override"),
+    ):
+        for value in opt(name):
+            args += [flag, value]
+    if opt("mock_finetune_data"):
+        args.append("--mock-finetune-data")
+    if opt("dry_run"):
+        args.append("--dry-run")
+    return args
+
+
+def repro_command(nodeid: str, settings: Settings) -> str:
+    """The pytest command that reruns one row with the same run-shaping options."""
+    return shlex.join(["pytest", nodeid, *settings.cli_args])

@@ -1,0 +1,217 @@
+"""Step time per iteration as a small self-contained SVG: steady window, median, baseline band.
+
+No plotting library: the report must render on a login node with nothing but the stdlib.
+The y axis is scaled to the steady part and the baseline band, so a 40x warm-up step does not
+flatten the picture; points off the scale are drawn on its edge as triangles with their value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+
+W, H = 680, 290
+LEFT, RIGHT, TOP, BOTTOM = 62, 16, 28, 66
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One run's steps: (step, seconds) pairs, with a label for the legend."""
+
+    label: str
+    points: Sequence[tuple[int, float]]
+
+
+def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    span = hi - lo
+    if span <= 0:
+        return [lo]
+    raw = span / n
+    mag = 10 ** _floor_log10(raw)
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    first = step * _ceil_div(lo, step)
+    out = []
+    v = first
+    while v <= hi + 1e-12:
+        out.append(round(v, 10))
+        v += step
+    return out
+
+
+def _floor_log10(x: float) -> int:
+    e = 0
+    while x >= 10:
+        x /= 10
+        e += 1
+    while x < 1:
+        x *= 10
+        e -= 1
+    return e
+
+
+def _ceil_div(a: float, b: float) -> int:
+    q = int(a // b)
+    return q if q * b >= a - 1e-12 else q + 1
+
+
+def step_time_svg(
+    traces: Sequence[Trace],
+    title: str,
+    window: tuple[int, int] | None = None,
+    median_s: float | None = None,
+    baseline_s: float | None = None,
+    tolerance: float | None = None,
+) -> str:
+    """The SVG document (text) of the step-time plot."""
+    pts = [p for t in traces for p in t.points]
+    if not pts:
+        return _empty(title)
+    steady = [s for t in traces for (i, s) in t.points if window and window[0] <= i <= window[1]]
+    core = steady or [s for _, s in pts]
+    extra = [v for v in (median_s, baseline_s) if v is not None]
+    if baseline_s is not None and tolerance is not None:
+        extra += [baseline_s * (1 - tolerance), baseline_s * (1 + tolerance)]
+    lo, hi = min(core + extra), max(core + extra)
+    pad = max((hi - lo) * 0.12, hi * 0.01)
+    lo, hi = max(lo - pad, 0.0), hi + pad
+    x0 = min(i for i, _ in pts)
+    x1 = max(max(i for i, _ in pts), x0 + 1)
+    pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
+
+    def sx(i: float) -> float:
+        return LEFT + (i - x0) / (x1 - x0) * pw
+
+    def sy(v: float) -> float:
+        return TOP + (hi - min(max(v, lo), hi)) / (hi - lo) * ph
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
+        f'viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="11">',
+        f'<rect x="0" y="0" width="{W}" height="{H}" fill="white"/>',
+        f'<text x="{LEFT}" y="16" font-size="12" font-weight="bold">{escape(title)}</text>',
+    ]
+    if window is not None:
+        a, b = sx(window[0]), sx(window[1])
+        out.append(
+            f'<rect class="steady-window" x="{a:.1f}" y="{TOP}" width="{max(b - a, 1):.1f}" '
+            f'height="{ph}" fill="#2ca02c" fill-opacity="0.08"/>'
+        )
+    if baseline_s is not None:
+        if tolerance is not None:
+            y_top, y_bot = sy(baseline_s * (1 + tolerance)), sy(baseline_s * (1 - tolerance))
+            out.append(
+                f'<rect class="baseline-band" x="{LEFT}" y="{y_top:.1f}" width="{pw}" '
+                f'height="{max(y_bot - y_top, 1):.1f}" fill="#ff7f0e" fill-opacity="0.15"/>'
+            )
+        y = sy(baseline_s)
+        out.append(
+            f'<line class="baseline" x1="{LEFT}" x2="{LEFT + pw}" y1="{y:.1f}" y2="{y:.1f}" '
+            'stroke="#ff7f0e" stroke-dasharray="6 3"/>'
+        )
+    if median_s is not None:
+        y = sy(median_s)
+        out.append(
+            f'<line class="median" x1="{LEFT}" x2="{LEFT + pw}" y1="{y:.1f}" y2="{y:.1f}" '
+            'stroke="#333" stroke-width="0.8"/>'
+        )
+    for k, t in enumerate(traces):
+        color = COLORS[k % len(COLORS)]
+        line = " ".join(f"{sx(i):.1f},{sy(s):.1f}" for i, s in t.points)
+        out.append(
+            f'<polyline class="steps" points="{line}" fill="none" stroke="{color}" '
+            'stroke-width="1.2"/>'
+        )
+        for i, s in t.points:
+            if s > hi or s < lo:
+                y = TOP + 4 if s > hi else TOP + ph - 4
+                mark = "▲" if s > hi else "▼"
+                out.append(
+                    f'<text class="clipped" x="{sx(i):.1f}" y="{y:.1f}" fill="{color}" '
+                    f'text-anchor="middle">{mark}<title>step {i}: {s:.4g} s</title></text>'
+                )
+        top = max(t.points, key=lambda p: p[1])
+        if top[1] > hi:
+            out.append(
+                f'<text x="{sx(top[0]) + 12:.1f}" y="{TOP + 12}" fill="{color}">'
+                f"step {top[0]}: {top[1]:.4g} s</text>"
+            )
+    # axes and ticks
+    out.append(f'<path d="M{LEFT},{TOP} V{TOP + ph} H{LEFT + pw}" fill="none" stroke="#444"/>')
+    for v in _nice_ticks(lo, hi):
+        y = sy(v)
+        out.append(
+            f'<line x1="{LEFT - 4}" x2="{LEFT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#444"/>'
+            f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{v:g}</text>'
+        )
+    for v in _nice_ticks(x0, x1, 8):
+        x = sx(v)
+        out.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{TOP + ph}" y2="{TOP + ph + 4}" stroke="#444"/>'
+            f'<text x="{x:.1f}" y="{TOP + ph + 16}" text-anchor="middle">{v:g}</text>'
+        )
+    out.append(
+        f'<text x="{LEFT + pw / 2:.0f}" y="{TOP + ph + 30}" text-anchor="middle">'
+        "step (0-based)</text>"
+        f'<text x="14" y="{TOP + ph / 2:.0f}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {TOP + ph / 2:.0f})">step time (s)</text>'
+    )
+    out.append(_legend(traces, window, baseline_s, tolerance, median_s))
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _legend(traces, window, baseline_s, tolerance, median_s) -> str:
+    """One row of legend entries under the x axis (never over the data)."""
+    items = [(COLORS[k % len(COLORS)], t.label) for k, t in enumerate(traces)]
+    if median_s is not None:
+        items.append(("#333", f"steady median {median_s:.4g} s"))
+    if window is not None:
+        items.append(("#2ca02c", f"steady window {window[0]}-{window[1]}"))
+    if baseline_s is not None:
+        band = f" ± {tolerance:.1%}" if tolerance is not None else ""
+        items.append(("#ff7f0e", f"baseline {baseline_s:.4g} s{band}"))
+    parts = []
+    x, y = LEFT, H - 12
+    for color, label in items:
+        width = 24 + 6.6 * len(label)
+        if x + width > W - RIGHT and x > LEFT:
+            x, y = LEFT, y + 14  # wrap (rare: long image names in A/B labels)
+        parts.append(
+            f'<rect x="{x:.0f}" y="{y - 9}" width="10" height="10" fill="{color}" '
+            f'fill-opacity="0.7"/><text x="{x + 14:.0f}" y="{y}">{escape(label)}</text>'
+        )
+        x += width
+    return "".join(parts)
+
+
+def _empty(title: str) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="60" font-family="sans-serif">'
+        f'<text x="10" y="20" font-size="12">{escape(title)}</text>'
+        '<text x="10" y="42" font-size="11">no step times recorded</text></svg>'
+    )
+
+
+def svg_for_record(rec: dict) -> str:
+    """The plot of one results.json record."""
+    runs = [run for run in rec.get("runs", []) if run.get("steps")]
+    traces = []
+    for run in runs:
+        # One run: it is simply "the measured step time"; A/B runs are named by label/image.
+        label = "measured step time" if len(runs) == 1 else run["label"]
+        if len(runs) > 1 and run.get("image"):
+            label += f" ({run['image']})"
+        traces.append(Trace(label, [(int(i), float(t)) for i, t in run["steps"]]))
+    m = rec.get("measured") or {}
+    base = rec.get("baseline") or {}
+    window = tuple(m["window"]) if m.get("window") else None
+    return step_time_svg(
+        traces,
+        title=rec["row_id"],
+        window=window,  # type: ignore[arg-type]
+        median_s=m.get("step_time_s"),
+        baseline_s=base.get("step_time_s"),
+        tolerance=rec.get("tolerance") if base else None,
+    )

@@ -1,0 +1,240 @@
+"""results.json: every number of the report, one record per row, rewritten as each row finishes.
+
+The file is replaced atomically (temp file + fsync + rename) after every row, so an
+interrupted session keeps what it had. `perfgate report results.json` renders from it alone.
+A record holds a list of runs (label, image, versions, per-step times) so an A/B row can carry
+two containers; single-mode rows have one run labelled "baseline".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from perfgate import catalog
+from perfgate.errors import ConfigError
+from perfgate.launch.types import JobPlan
+from perfgate.secrets import redact
+from perfgate.verdicts import Evaluation
+
+SCHEMA = "perfgate.results/1"
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _baseline_dict(b: catalog.Baseline | None) -> dict[str, Any] | None:
+    if b is None:
+        return None
+    return {
+        "step_time_s": b.step_time_s,
+        "step_time_spread_s": b.step_time_spread_s,
+        "n_runs": b.n_runs,
+        "tokens_per_s_per_gpu": b.tokens_per_s_per_gpu,
+        "tflops_per_gpu": b.tflops_per_gpu,
+        "flops_convention": b.flops_convention,
+        "mfu": b.mfu,
+        "peak_memory_gib": b.peak_memory_gib,
+        "tolerance": b.tolerance,
+        "source": b.provenance.source,
+        "container": b.provenance.container,
+        "date": b.provenance.date,
+    }
+
+
+def plan_dict(plan: JobPlan) -> dict[str, Any]:
+    """The dry-run plan of a row, as results.json and the report keep it."""
+    return {
+        "nodes": plan.nodes,
+        "tasks_per_node": plan.tasks_per_node,
+        "time_limit_min": plan.time_limit_min,
+        "gpu_hours": plan.gpu_hours,
+        "sbatch_script": plan.sbatch_script,
+        "srun_command": plan.srun_command,
+        "workload_spec": plan.workload_spec,
+        "job_dir": plan.job_dir,
+    }
+
+
+def record(
+    ev: Evaluation | None,
+    row: catalog.Row,
+    *,
+    nodeid: str,
+    outcome: str,
+    repro: str,
+    source: str,
+    plan: JobPlan | None = None,
+    description: str | None = None,
+    skip_reason: str | None = None,
+) -> dict[str, Any]:
+    """The results.json record of one row (JSON-able; secrets redacted from log text)."""
+    rec: dict[str, Any] = {
+        "row_id": row.id,
+        "nodeid": nodeid,
+        "row": catalog.row_to_dict(row),
+        "source": source,
+        "outcome": outcome,
+        "verdict": ev.verdict if ev else ("DRY_RUN" if source == "dry-run" else "SKIPPED"),
+        "message": ev.message if ev else (skip_reason or ""),
+        "mode": ev.mode if ev else None,
+        "tolerance": ev.tolerance if ev else None,
+        "convention": ev.convention if ev else None,
+        "repro": repro,
+        "baseline": _baseline_dict(row.baseline),
+        "measured": None,
+        "comparison": None,
+        "runs": [],
+        "job": None,
+        "diagnosis": None,
+        "plan": plan_dict(plan) if plan else None,
+        "description": description,
+        "notes": list(ev.notes) if ev else [],
+    }
+    if ev is None:
+        return rec
+    if ev.measured is not None:
+        m = asdict(ev.measured)
+        m["window"] = list(ev.measured.window)
+        rec["measured"] = m
+    if ev.comparison is not None:
+        c = ev.comparison
+        rec["comparison"] = {
+            "verdict": c.verdict,
+            "delta": c.delta,
+            "ci_low": _finite(c.ci_low),
+            "ci_high": _finite(c.ci_high),
+            "se": _finite(c.se),
+            "resolution": _finite(c.resolution),
+            "tolerance": c.tolerance,
+            "mode": c.mode,
+            "reason": c.reason,
+            "baseline_step_time_s": c.baseline_step_time_s,
+            "candidate_step_time_s": c.candidate_step_time_s,
+            "pair_deltas": list(c.pair_deltas),
+        }
+    res = ev.result
+    if res is not None:
+        for run in res.runs:
+            steps = run.series.steps if run.series is not None else ()
+            rec["runs"].append(
+                {
+                    "label": run.label,
+                    "image": run.image,
+                    "versions": dict(run.versions),
+                    "mock_data": run.mock_data,
+                    "log_path": run.log_path,
+                    "format": run.series.format if run.series is not None else None,
+                    "log_interval": run.series.log_interval if run.series is not None else 1,
+                    "steps": [[s.step, s.step_time_s] for s in steps],
+                }
+            )
+        rec["job"] = {
+            "job_id": res.job_id,
+            "state": res.state,
+            "nodes": list(res.nodes),
+            "attempts": res.attempts,
+            "wall_s": res.wall_s,
+            "log_paths": list(res.log_paths),
+            "sbatch_script": res.sbatch_script,
+        }
+        if res.diagnosis is not None:
+            d = res.diagnosis
+            rec["diagnosis"] = {
+                "cause": d.cause,
+                "message": redact(d.message),
+                "evidence": redact(d.evidence) if d.evidence else None,
+                "log_tail": redact(d.log_tail),
+            }
+    if ev.cause and rec["diagnosis"] is None:
+        rec["diagnosis"] = {
+            "cause": ev.cause,
+            "message": ev.message,
+            "evidence": None,
+            "log_tail": "",
+        }
+    return rec
+
+
+def now() -> str:
+    """UTC timestamp, ISO 8601, seconds."""
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+class ResultsFile:
+    """results.json of one session: records keyed by row id, rewritten atomically on add()."""
+
+    def __init__(self, path: Path, session: dict[str, Any]) -> None:
+        self.path = Path(path)
+        self.data: dict[str, Any] = {
+            "schema": SCHEMA,
+            "session": {"started": now(), "finished": None, **session},
+            "environment": {},
+            "rows": {},
+        }
+
+    def add(self, rec: dict[str, Any]) -> None:
+        """Add or replace a row's record and write the file."""
+        self.data["rows"][rec["row_id"]] = rec
+        self.write()
+
+    def finish(self, environment: dict[str, Any]) -> None:
+        """Stamp the end of the session with the environment seen, and write."""
+        self.data["session"]["finished"] = now()
+        self.data["environment"] = environment
+        self.write()
+
+    def write(self) -> None:
+        """Atomically replace the file with the current data."""
+        write_json_atomic(self.path, self.data)
+
+
+def _clean(x: Any) -> Any:
+    """NaN and infinities become null: results.json stays strict JSON."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_clean(v) for v in x]
+    return x
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to a temp file beside path, fsync, then rename over path."""
+    data = _clean(data)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, allow_nan=False, default=str)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a results.json; a one-line error names the file and what is wrong."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such results file") from None
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{path}: not a readable results.json ({e})") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise ConfigError(f"{path}: field 'schema' is {found!r}, expected {SCHEMA!r}")
+    if not isinstance(data.get("rows"), dict):
+        raise ConfigError(f"{path}: field 'rows' must be an object keyed by row id")
+    return data

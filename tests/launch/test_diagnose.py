@@ -1,0 +1,198 @@
+"""Each failure cause against the real wording of slurmstepd, pyxis/enroot, PyTorch and NCCL."""
+# ruff: noqa: E501  (verbatim log lines are kept whole)
+
+from __future__ import annotations
+
+import pytest
+
+from perfgate.launch.diagnose import diagnose, failing_tasks
+from perfgate.logs import Step, StepSeries
+
+NEMO2 = (
+    "Training epoch 0, iteration {i}/49 | lr: 6.897e-06 | global_batch_size: 128 | "
+    "global_step: {i} | reduced_train_loss: 11.96 | train_step_timing in s: 6.08 | "
+    "consumed_samples: 5888"
+)
+TIMEOUT_LINE = (
+    "slurmstepd: error: *** JOB 4242 ON n1 CANCELLED AT 2026-01-05T10:11:12 DUE TO TIME LIMIT ***"
+)
+PREEMPT_LINE = (
+    "slurmstepd: error: *** JOB 4242 ON n1 CANCELLED AT 2026-01-05T10:11:12 DUE TO PREEMPTION ***"
+)
+PYXIS_PULL = """pyxis: importing docker image: nvcr.io#nvidia/nemo:25.13
+slurmstepd: error: pyxis: child 30165 failed with error code: 1
+slurmstepd: error: pyxis: failed to import docker image
+slurmstepd: error: pyxis: printing enroot log file:
+slurmstepd: error: pyxis:     [INFO] Querying registry for permission grant
+slurmstepd: error: pyxis:     [ERROR] URL https://nvcr.io/v2/nvidia/nemo/manifests/25.13 returned error code: 404 Not Found
+slurmstepd: error: pyxis: couldn't start container
+slurmstepd: error: spank: required plugin spank_pyxis.so: task_init() failed with rc=-1
+srun: error: n1: task 0: Exited with exit code 1"""
+CUDA_OOM = """[rank3]: Traceback (most recent call last):
+[rank3]:   File "/opt/NeMo/nemo/lightning/pytorch/strategies/megatron_strategy.py", line 641, in training_step
+[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.91 GiB. GPU 3 has a total capacity of 79.11 GiB of which 1.08 GiB is free. Including non-PyTorch memory, this process has 78.02 GiB memory in use."""
+WATCHDOG = (
+    "[rank0]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, NumelIn=131072000, "
+    "NumelOut=131072000, Timeout(ms)=600000) ran for 600081 milliseconds before timing out."
+)
+NCCL_ERR = (
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+    "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), "
+    "NCCL version 2.21.5"
+)
+EXC = """Traceback (most recent call last):
+  File "/opt/perfgate/src/perfgate/workload/nemo2.py", line 88, in build
+    recipe = getattr(llm, name).pretrain_recipe(num_nodes=2)
+AttributeError: module 'nemo.collections.llm' has no attribute 'llama5_8b'"""
+
+
+def series(n: int, nan_at: int | None = None) -> StepSeries:
+    steps = tuple(Step(i, 6.08, grad_norm=float("nan") if i == nan_at else 1.0) for i in range(n))
+    return StepSeries(
+        "perfgate", steps, invalid_reason=f"NaN grad norm at step {nan_at}" if nan_at else None
+    )
+
+
+def test_clean_run_has_no_diagnosis():
+    log = "\n".join(NEMO2.format(i=i) for i in range(50))
+    assert diagnose("COMPLETED", 0, [("rank-0.log", log)], series(50), 50) is None
+
+
+def test_time_limit_from_the_slurm_state_with_the_kill_line():
+    d = diagnose(
+        "TIMEOUT",
+        None,
+        [("rank-0.log", NEMO2.format(i=3)), ("b.err", TIMEOUT_LINE)],
+        series(4),
+        50,
+        job_id="4242",
+    )
+    assert d.cause == "TIMEOUT"
+    assert d.evidence == TIMEOUT_LINE.strip()
+    assert d.message.startswith("job 4242: the job hit its time limit")
+
+
+def test_time_limit_after_an_nccl_hang_names_nccl():
+    d = diagnose("TIMEOUT", None, [("rank-5.log", WATCHDOG), ("b.err", TIMEOUT_LINE)])
+    assert d.cause == "NCCL" and "Watchdog caught collective operation timeout" in d.evidence
+
+
+@pytest.mark.parametrize(
+    ("state", "cause"),
+    [
+        ("PREEMPTED", "PREEMPTED"),
+        ("NODE_FAIL", "NODE_FAIL"),
+        ("CANCELLED", "CANCELLED"),
+        ("BOOT_FAIL", "NODE_FAIL"),
+    ],
+)
+def test_slurm_ended_jobs_are_named_by_state(state, cause):
+    d = diagnose(state, None, [("rank-0.log", NEMO2.format(i=1) + "\n" + WATCHDOG)])
+    assert d.cause == cause  # an NCCL error after a kill is the kill's consequence
+
+
+def test_cancelled_state_with_a_preemption_line():
+    d = diagnose("CANCELLED", None, [("b.err", PREEMPT_LINE)])
+    assert d.cause == "CANCELLED" and "DUE TO PREEMPTION" in d.evidence
+
+
+def test_pyxis_pull_failure_names_the_registry_error():
+    d = diagnose("FAILED", 1, [("launcher.log", PYXIS_PULL)])
+    assert d.cause == "CONTAINER"
+    assert "404 Not Found" in d.evidence and "nvidia/nemo/manifests/25.13" in d.evidence
+
+
+def test_missing_pyxis_and_enroot_import_failures():
+    d = diagnose(
+        "FAILED",
+        1,
+        [
+            (
+                "job.log",
+                "perfgate: pyxis is not available: srun has no "
+                "--container-image on this cluster (images: x)",
+            )
+        ],
+    )
+    assert d.cause == "CONTAINER"
+    d = diagnose(
+        "FAILED",
+        1,
+        [
+            (
+                "job.log",
+                "perfgate: enroot import of nvcr.io/nvidia/nemo:99 "
+                "failed (exit 1): [ERROR] URL ... 401 Unauthorized",
+            )
+        ],
+    )
+    assert d.cause == "CONTAINER" and "401 Unauthorized" in d.evidence
+
+
+def test_cuda_oom_wins_over_the_nccl_errors_it_causes():
+    d = diagnose("FAILED", 1, [("rank-0.log", NCCL_ERR), ("rank-3.log", CUDA_OOM)])
+    assert d.cause == "OOM" and "Tried to allocate 3.91 GiB" in d.evidence
+    assert d.message.endswith("(rank-3.log)")
+
+
+def test_host_oom_from_slurm():
+    line = (
+        "slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0. Some of the step "
+        "tasks have been OOM Killed."
+    )
+    d = diagnose("OUT_OF_MEMORY", None, [("b.err", line)])
+    assert d.cause == "OOM" and "oom_kill" in d.evidence
+
+
+def test_nccl_error_and_watchdog():
+    assert diagnose("FAILED", 1, [("r", NCCL_ERR)]).cause == "NCCL"
+    assert diagnose("FAILED", 1, [("r", WATCHDOG)]).cause == "NCCL"
+
+
+def test_python_exception_line_is_the_evidence():
+    d = diagnose("FAILED", 1, [("rank-0.log", EXC)])
+    assert d.cause == "WORKLOAD_EXCEPTION"
+    assert d.evidence == (
+        "AttributeError: module 'nemo.collections.llm' has no attribute 'llama5_8b'"
+    )
+
+
+def test_nan_grad_norm_from_the_series_and_from_the_log():
+    d = diagnose("COMPLETED", 0, [("rank-0.log", "")], series(50, nan_at=17), 50)
+    assert d.cause == "NAN" and d.evidence == "NaN grad norm at step 17"
+    megatron = (
+        " [2026-03-27 23:09:06] iteration       18/      50 | elapsed time per iteration "
+        "(ms): 5665.3 | lm loss: nan | grad norm: nan | number of skipped iterations:   0 |"
+    )
+    assert diagnose("COMPLETED", 0, [("rank-0.log", megatron)], series(50), 50).cause == "NAN"
+
+
+def test_run_that_ended_before_the_steady_window():
+    d = diagnose("COMPLETED", 0, [("rank-0.log", "")], series(12), 50)
+    assert d.cause == "TOO_FEW_STEPS" and "12 of 50" in d.message
+    assert diagnose("COMPLETED", 0, [("rank-0.log", "")], None, 50).cause == "TOO_FEW_STEPS"
+
+
+def test_exit_without_evidence_is_unknown_with_the_srun_line():
+    d = diagnose(
+        "FAILED", 3, [("launcher.log", "srun: error: n2: task 9: Exited with exit code 3")]
+    )
+    assert d.cause == "UNKNOWN" and "status 3" in d.message
+    assert d.evidence.startswith("srun: error: n2: task 9")
+
+
+def test_secrets_are_masked_in_evidence_and_tail():
+    token = "hf_" + "Q" * 30
+    log = f"Traceback (most recent call last):\nValueError: bad token {token}"
+    d = diagnose("FAILED", 1, [("rank-0.log", log)], environ={"HF_TOKEN": token})
+    assert token not in d.evidence and token not in d.log_tail and "***" in d.evidence
+    # The tail stays raw otherwise: escaping is the report's job.
+    assert "<" not in d.log_tail
+
+
+def test_failing_tasks_from_srun_errors():
+    text = (
+        "srun: error: n3: task 17: Exited with exit code 1\nsrun: error: n1: tasks 0-2,5: Killed\n"
+    )
+    assert failing_tasks(text) == [17, 0, 1, 2, 5]

@@ -1,0 +1,119 @@
+"""--dry-run: nothing submitted, per row the plan (sbatch script, srun line, spec, recipe,
+GPU-hours) in the terminal (compact; -v full) and in results.json, and the total."""
+
+from __future__ import annotations
+
+import shutil
+
+pytest_plugins = ["pytester"]
+
+SEL = ("-m", "h100 and nemotron4", "--gpus", "64,256")
+# 64 GPUs: 8 nodes; 256 GPUs: 32 nodes; 8 GPUs/node; launch's default limit is 30 min/run.
+EXPECTED_H = {
+    "pretrain-nemotron4_15b-h100-bf16-64gpu-tp2": 8 * 8 * 30 / 60,
+    "pretrain-nemotron4_15b-h100-fp8ds-64gpu-tp2": 8 * 8 * 30 / 60,
+    "pretrain-nemotron4_15b-h100-bf16-256gpu-tp2": 32 * 8 * 30 / 60,
+    "pretrain-nemotron4_15b-h100-fp8ds-256gpu-tp2": 32 * 8 * 30 / 60,
+    "pretrain-nemotron4_340b-h100-bf16-256gpu-tp8pp8": 32 * 8 * 30 / 60,
+    "pretrain-nemotron4_340b-h100-fp8ds-256gpu-tp8pp8": 32 * 8 * 30 / 60,
+}
+
+
+def test_dry_run_plans_every_row_and_submits_nothing(suite, monkeypatch):
+    suite.real_baselines()
+    monkeypatch.setenv("SBATCH_ACCOUNT", "perf-acct")
+    monkeypatch.setenv("SBATCH_PARTITION", "batch-p6")
+    monkeypatch.setenv("PATH", "/nonexistent")  # no sbatch, no srun: nothing could run
+    result = suite.run("--dry-run", *SEL)
+    assert result.ret == 0
+    assert result.parseoutcomes()["passed"] == len(EXPECTED_H)
+    out = result.outlines
+    for rid, hours in EXPECTED_H.items():
+        nodes = int(hours * 60 / 30 / 8)
+        assert f"{rid}: {nodes} node(s) x 8 GPUs, 30 min, {hours:.1f} GPU-h" in out
+    total = sum(EXPECTED_H.values())
+    assert (
+        f"dry run: {len(EXPECTED_H)} row(s), {8 + 8 + 32 * 4} node allocation(s), "
+        f"{total:,.1f} GPU-hours at most (time-limit bound); -v shows scripts and recipes"
+    ) in out
+    assert "#SBATCH" not in "\n".join(out)  # compact by default
+    rows = suite.results()["rows"]
+    assert set(rows) == set(EXPECTED_H)
+    for rid, rec in rows.items():
+        plan = rec["plan"]
+        assert rec["verdict"] == "DRY_RUN" and plan["gpu_hours"] == EXPECTED_H[rid]
+        assert "#SBATCH --account=perf-acct" in plan["sbatch_script"]
+        assert "#SBATCH --partition=batch-p6" in plan["sbatch_script"]
+        assert plan["srun_command"].startswith("srun --nodes=")
+        assert plan["workload_spec"]["row"]["id"] == rid
+        assert "overrides: checked against the snapshot of NeMo" in rec["description"]
+    assert not (suite.path / "perfgate-results" / "jobs").exists()
+    assert shutil.which("sbatch", path="/nonexistent") is None
+
+
+def test_dry_run_verbose_shows_scripts_recipe_and_options(suite):
+    suite.real_baselines()
+    image = suite.path / "nemo-25.07.sqsh"
+    image.write_bytes(b"hsqs")
+    result = suite.run(
+        "--dry-run",
+        "-v",
+        "-m",
+        "h100 and bf16",
+        "-k",
+        "nemotron4_340b",
+        "--gpus",
+        "256",
+        "--time-limit",
+        "45",
+        "--container-image",
+        str(image),
+        "--override",
+        "model.config.recompute_granularity=selective",
+        "--slurm-param",
+        "reservation=perf",
+    )
+    assert result.ret == 0
+    text = "\n".join(result.outlines)
+    rid = "pretrain-nemotron4_340b-h100-bf16-256gpu-tp8pp8"
+    assert f"{rid}: 32 node(s) x 8 GPUs, 45 min, 192.0 GPU-h" in text
+    assert "#SBATCH --nodes=32" in text and "#SBATCH --time=45" in text
+    assert "#SBATCH --reservation=perf" in text
+    assert f"--container-image={image}" in text
+    assert "model.config.recompute_granularity = 'selective'" in text
+    assert "trainer.strategy.pipeline_model_parallel_size = 8" in text
+
+
+def test_missing_container_image_is_a_clear_error(suite):
+    suite.real_baselines()
+    result = suite.run(
+        "--dry-run",
+        "-m",
+        "h100",
+        "-k",
+        "nemotron4_340b and bf16",
+        "--gpus",
+        "256",
+        "--container-image",
+        "/lustre/missing.sqsh",
+    )
+    assert result.ret == 1
+    assert (
+        "pretrain-nemotron4_340b-h100-bf16-256gpu-tp8pp8: container image "
+        "'/lustre/missing.sqsh': no such squashfs file (/lustre/missing.sqsh)"
+    ) in result.outlines
+
+
+def test_unknown_override_is_a_one_line_error_before_anything_runs(suite):
+    suite.real_baselines()
+    bad = ("--override", "model.config.recompute_granularty=selective")
+    dry = suite.run("--dry-run", "-m", "h100", "-k", "nemotron4_340b", "--gpus", "256", *bad)
+    assert dry.ret == 1 and dry.parseoutcomes()["errors"] == 2
+    assert "has no field 'recompute_granularty' (did you mean 'recompute_granularity'?)" in (
+        "\n".join(dry.outlines)
+    )
+    live = suite.run("-m", "h100", "-k", "nemotron4_340b", "--gpus", "256", *bad)
+    assert live.ret == 4  # usage error: the session stops before submitting anything
+    (line,) = [ln for ln in live.errlines if ln.startswith("ERROR:")]
+    assert "recompute_granularty" in line
+    assert not (suite.path / "perfgate-results" / "jobs").exists()

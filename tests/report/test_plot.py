@@ -1,0 +1,61 @@
+"""The step-time SVG: scaled to the steady part, warm-up clipped, window and band drawn, escaped."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from perfgate.report.plot import Trace, step_time_svg
+
+NS = "{http://www.w3.org/2000/svg}"
+
+
+def _series(reference):
+    path = reference / "third_party_logs" / "together_b200_llama3.1_8b_bf16_gbs128_nemo2602.csv"
+    lines = [ln for ln in path.read_text().splitlines() if ln and not ln.startswith("#")][1:]
+    # CSV steps are Megatron's 1-based iterations; the plot is 0-based.
+    return [(int(a) - 1, float(b)) for a, b in (ln.split(",") for ln in lines)]
+
+
+def test_real_series_plot_is_scaled_to_the_steady_part(reference):
+    pts = _series(reference)
+    svg = step_time_svg(
+        [Trace("run", pts)],
+        "llama3.1 8b",
+        window=(20, 49),
+        median_s=5.7059,
+        baseline_s=5.67,
+        tolerance=0.05,
+    )
+    root = ET.fromstring(svg)
+    (poly,) = root.iter(f"{NS}polyline")
+    ys = [float(p.split(",")[1]) for p in poly.get("points").split()]
+    assert len(ys) == 50
+    # Steady steps spread over many pixels (not flattened by the 43.8 s first step) ...
+    steady = ys[20:]
+    assert max(steady) - min(steady) > 5
+    # ... and the first step sits on the top edge, marked as clipped with its value.
+    assert ys[0] == min(ys)
+    clipped = [t for t in root.iter(f"{NS}text") if t.get("class") == "clipped"]
+    assert any(t.find(f"{NS}title").text == "step 0: 43.82 s" for t in clipped)
+    window = next(r for r in root.iter(f"{NS}rect") if r.get("class") == "steady-window")
+    band = next(r for r in root.iter(f"{NS}rect") if r.get("class") == "baseline-band")
+    x_first = float(poly.get("points").split()[20].split(",")[0])
+    assert abs(float(window.get("x")) - x_first) < 0.2
+    base_y = float(
+        next(e for e in root.iter(f"{NS}line") if e.get("class") == "baseline").get("y1")
+    )
+    assert float(band.get("y")) < base_y < float(band.get("y")) + float(band.get("height"))
+
+
+def test_text_from_rows_and_logs_is_escaped():
+    evil = "<script>alert(1)</script>"
+    svg = step_time_svg([Trace(evil, [(0, 1.0), (1, 1.1)])], evil)
+    root = ET.fromstring(svg)  # well-formed: nothing leaked as markup
+    assert not list(root.iter(f"{NS}script")) and not list(root.iter("script"))
+    assert evil in [t.text for t in root.iter(f"{NS}text")]
+
+
+def test_no_steps():
+    svg = step_time_svg([], "row-x")
+    assert "no step times recorded" in svg
+    ET.fromstring(svg)
