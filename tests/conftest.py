@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-# CI clones the repository with the shared folder beside it (../shared).
-SHARED = (REPO / ".." / "shared").resolve()
-
-
-def require(available: bool, what: str) -> None:
-    """Skip when an optional heavy dependency is absent, but fail under CI (CI must never skip)."""
-    if available:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"{what} is required under CI (CI is set) but is not available")
-    pytest.skip(f"{what} is not available here")
+from testutil import SHARED, require
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from conftest import REPO, require
+from testutil import REPO, require
 
 from perfgate import stats
 

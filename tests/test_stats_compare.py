@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import require
+from testutil import require
 
 from perfgate import stats
 from perfgate.catalog import Baseline, Provenance

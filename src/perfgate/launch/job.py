@@ -92,12 +92,21 @@ class Job:
     def on_signal(self, signum: int, frame: Any) -> None:
         raise Stop(signal.Signals(signum).name)
 
-    def install_signals(self) -> None:
+    def install_signals(self) -> dict[int, Any]:
+        """Install the job's handlers; returns the previous ones for restore_signals."""
+        old = {}
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self.on_signal)
+            old[sig] = signal.signal(sig, self.on_signal)
         # submitit's USR2 handler would end the job as "timed out": a stray USR2 must not.
-        signal.signal(signal.SIGUSR2, signal.SIG_IGN)
-        signal.signal(signal.SIGCONT, signal.SIG_DFL)
+        old[signal.SIGUSR2] = signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+        old[signal.SIGCONT] = signal.signal(signal.SIGCONT, signal.SIG_DFL)
+        return old
+
+    @staticmethod
+    def restore_signals(old: dict[int, Any]) -> None:
+        """Put back the handlers install_signals replaced (in-process callers keep theirs)."""
+        for sig, handler in old.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
     # --- images -------------------------------------------------------------------------------
 
@@ -319,8 +328,14 @@ class Job:
         return True
 
     def run(self) -> RunResult:
+        old = self.install_signals()
+        try:
+            return self._run()
+        finally:
+            self.restore_signals(old)
+
+    def _run(self) -> RunResult:
         ctx = self.ctx
-        self.install_signals()
         status = "COMPLETED" if ctx.executor == "slurm" else "LOCAL"
         try:
             mapping = self.prepare_images()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 
@@ -20,15 +19,3 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         item.add_marker(pytest.mark.nemo)
-
-
-def contract_rows() -> list[dict]:
-    """Every nemo2 row of baselines/*.json, plus NVIDIA's recommended configs of seed 000."""
-    rows = json.loads((HERE / "seed_rows.json").read_text())
-    for path in sorted((REPO / "baselines").glob("*.json")):
-        data = json.loads(path.read_text())
-        items = data if isinstance(data, list) else data.get("rows", [])
-        rows += [r for r in items if r.get("backend", "nemo2") == "nemo2"]
-    from perfgate.workload.nemo2_models import complete_row
-
-    return [complete_row(r) for r in rows]

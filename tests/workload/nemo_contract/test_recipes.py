@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fiddle as fdl
 import pytest
-from conftest import contract_rows
+from contract_rows import contract_rows
 from nemo_run.core.serialization.zlib_json import ZlibJSONSerializer
 
 from perfgate.errors import ConfigError

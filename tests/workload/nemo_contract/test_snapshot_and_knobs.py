@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import contract_rows
+from contract_rows import contract_rows
 
 from perfgate.workload.describe import describe
 from perfgate.workload.knobs import KNOBS
