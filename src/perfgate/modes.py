@@ -84,8 +84,6 @@ class PerfgateState:
 
     def check_overrides(self, row: Row) -> str:
         """Check the row's and --override's recipe paths before anything runs; say how."""
-        if row.backend == "command":  # runs a command: there is no recipe to override
-            return "no recipe overrides (command backend)"
         from perfgate.launch.planning import row_dict
         from perfgate.workload.validate import check_overrides
 

@@ -136,8 +136,8 @@ def test_row_overrides_are_checked_too_and_user_overrides_win() -> None:
 
 
 def test_command_backend_takes_no_overrides() -> None:
-    row = {"id": "x-command", "backend": "command"}
-    assert check_overrides(row, {}, use_nemo=False) == "no overrides (command backend)"
+    row = {"id": "x-command", "backend": "command", "overrides": {"command": ["train.sh"]}}
+    assert check_overrides(row, {}, use_nemo=False) == "no recipe overrides (command backend)"
     with pytest.raises(ConfigError, match="backend 'command' runs a command"):
         check_overrides(row, {"model.config.num_layers": 2}, use_nemo=False)
 

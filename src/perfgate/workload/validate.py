@@ -33,14 +33,17 @@ def check_overrides(
     """Raise a one-line ConfigError for a bad override; return how the check was made."""
     origin = f"row {row.get('id')!r}"
     backend = row.get("backend", "nemo2")
-    merged = merged_overrides(row.get("overrides") or {}, overrides or {})
     if backend == "command":
-        if merged:
+        # "command" is the argv the backend runs; anything else would be silently ignored.
+        keys = [*(row.get("overrides") or {}), *(overrides or {})]
+        extra = list(dict.fromkeys(k for k in keys if k != "command"))
+        if extra:
             raise ConfigError(
                 f"{origin}: backend 'command' runs a command, it has no recipe to "
-                f"override ({', '.join(merged)})"
+                f"override ({', '.join(extra)})"
             )
-        return "no overrides (command backend)"
+        return "no recipe overrides (command backend)"
+    merged = merged_overrides(row.get("overrides") or {}, overrides or {})
     if backend in ("automodel", "megatron_bridge"):
         raise ConfigError(f"{origin}: backend {backend!r} is not implemented in this perfgate")
     use_nemo = nemo_importable() if use_nemo is None else use_nemo
