@@ -92,12 +92,14 @@ class Job:
     def on_signal(self, signum: int, frame: Any) -> None:
         raise Stop(signal.Signals(signum).name)
 
-    def install_signals(self) -> None:
+    def install_signals(self) -> dict[int, Any]:
+        """Our handlers in; returns the ones they replaced (restored when the job ends)."""
+        old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR2)}
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self.on_signal)
         # submitit's USR2 handler would end the job as "timed out": a stray USR2 must not.
         signal.signal(signal.SIGUSR2, signal.SIG_IGN)
-        signal.signal(signal.SIGCONT, signal.SIG_DFL)
+        return old
 
     # --- images -------------------------------------------------------------------------------
 
@@ -319,8 +321,15 @@ class Job:
         return True
 
     def run(self) -> RunResult:
+        old = self.install_signals()
+        try:
+            return self._run()
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
+
+    def _run(self) -> RunResult:
         ctx = self.ctx
-        self.install_signals()
         status = "COMPLETED" if ctx.executor == "slurm" else "LOCAL"
         try:
             mapping = self.prepare_images()
