@@ -59,7 +59,11 @@ def scenarios(slurm_cluster, fake_row, tmp_path_factory, seeds) -> Iterator[dict
             gpus_per_node=4,
             env={"ROW_VAR": "from-row"},
         ),
-        "crash": fake_row("crash", "--crash-at", "5", "--fail-rank", "2"),
+        # Rank 0 re-reads its log every 0.2 s, so steps before the crash are on disk when
+        # srun kills it (--kill-on-bad-exit gives no time for a last read).
+        "crash": fake_row(
+            "crash", "--crash-at", "12", "--fail-rank", "2", env={"PERFGATE_REFRESH_S": "0.2"}
+        ),
         "oom": fake_row("oom", "--oom-at", "3", "--fail-rank", "1"),
         "nan": fake_row("nan", "--nan-at", "7", steps=12),
         "timeout": fake_row("timeout", "--hang-at", "3", time_limit_min=1),
@@ -165,7 +169,7 @@ def test_workload_crash_names_the_exception_and_the_rank(scenarios):
     r = scenarios["session"].result(scenarios["rows"]["crash"].id)
     assert r.state == "FAILED"
     assert r.diagnosis.cause == "WORKLOAD_EXCEPTION"
-    assert r.diagnosis.evidence == "RuntimeError: fake_train: simulated failure at step 5"
+    assert r.diagnosis.evidence == "RuntimeError: fake_train: simulated failure at step 12"
     assert "rank-2.log" in r.diagnosis.message and f"job {r.job_id}" in r.diagnosis.message
     assert r.runs[0].series is not None and len(r.runs[0].series.steps) >= 3
 

@@ -196,3 +196,15 @@ def test_failing_tasks_from_srun_errors():
         "srun: error: n3: task 17: Exited with exit code 1\nsrun: error: n1: tasks 0-2,5: Killed\n"
     )
     assert failing_tasks(text) == [17, 0, 1, 2, 5]
+
+
+def test_clean_run_with_nccl_debug_info_chatter_is_clean():
+    chatter = "\n".join(
+        [
+            "n1:2817:2817 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0",
+            "n1:2817:3011 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read",
+            "n1:2817:3011 [0] NCCL INFO comm 0x5581 rank 0 nranks 8 cudaDev 0 busId 18000 - Init COMPLETE",
+            *[NEMO2.format(i=i) for i in range(50)],
+        ]
+    )
+    assert diagnose("COMPLETED", 0, [("rank-0.log", chatter)], series(50), 50) is None

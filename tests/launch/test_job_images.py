@@ -7,6 +7,7 @@ that behave as the real ones do at this interface (help text, exit status, outpu
 from __future__ import annotations
 
 import os
+import signal
 import stat
 from pathlib import Path
 
@@ -78,6 +79,7 @@ def test_unpullable_image_is_a_container_diagnosis_naming_it(command_row, tmp_pa
     assert "nvcr.io/denied/nemo:1" in result.diagnosis.message
     assert "401 Unauthorized" in result.diagnosis.evidence
     assert result.runs == ()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the job's handlers are gone
 
 
 def test_without_pyxis_an_image_is_refused_not_ignored(command_row, tmp_path, monkeypatch):

@@ -197,3 +197,23 @@ def collect_job(
         job_dir=str(jdir),
         notes=tuple(notes + list(manifest.get("notes", []))),
     )
+
+
+def progress(
+    job_dir: str | os.PathLike[str], total_steps: int, several: bool
+) -> tuple[int | None, int | None, str | None]:
+    """(last finished step, total steps, "2/6 candidate" when several runs) of a live job."""
+    tried = attempts(job_dir)
+    if not tried:
+        return None, None, None
+    manifest = read_manifest(Path(job_dir) / f"attempt-{tried[-1]}") or {}
+    runs = manifest.get("runs", [])
+    if not runs:
+        return None, total_steps, None
+    last = runs[-1]
+    run = f"{len(runs)}/{manifest.get('planned', len(runs))} {last['label']}" if several else None
+    try:
+        rec = stepfile.read(Path(last["run_dir"]) / "steps.json")
+    except PerfgateError:
+        return None, total_steps, run
+    return (rec.steps[-1]["step"] if rec.steps else None), total_steps, run

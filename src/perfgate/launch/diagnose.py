@@ -177,7 +177,11 @@ def diagnose(
         if kill and "TIME LIMIT" in kill[0]:
             cause, msg = "TIMEOUT", "the job hit its time limit"
         return make(cause, msg, kill[0] if kill else None, kill[1] if kill else None)
-    hard = find_pattern(logs, LOG_PATTERNS)
+    # A launch that exited 0 with its steps done cannot have died of OOM/NCCL/container
+    # trouble; only a NaN can still spoil it (NCCL_DEBUG=INFO floods must not be misread).
+    clean = exit_code == 0 and not step_error and state in ("", "COMPLETED", "RUNNING", "LOCAL")
+    patterns = [p for p in LOG_PATTERNS if p.cause == "NAN"] if clean else LOG_PATTERNS
+    hard = find_pattern(logs, patterns)
     if hard and (state not in ("TIMEOUT", "DEADLINE") or hard[0].cause != "NAN"):
         pat, line, name = hard
         return make(pat.cause, pat.message, line, name)

@@ -93,20 +93,13 @@ class Job:
         raise Stop(signal.Signals(signum).name)
 
     def install_signals(self) -> dict[int, Any]:
-        """Install the job's handlers; returns the previous ones for restore_signals."""
-        old = {}
+        """Our handlers in; returns the ones they replaced (restored when the job ends)."""
+        old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR2)}
         for sig in (signal.SIGTERM, signal.SIGINT):
-            old[sig] = signal.signal(sig, self.on_signal)
+            signal.signal(sig, self.on_signal)
         # submitit's USR2 handler would end the job as "timed out": a stray USR2 must not.
-        old[signal.SIGUSR2] = signal.signal(signal.SIGUSR2, signal.SIG_IGN)
-        old[signal.SIGCONT] = signal.signal(signal.SIGCONT, signal.SIG_DFL)
+        signal.signal(signal.SIGUSR2, signal.SIG_IGN)
         return old
-
-    @staticmethod
-    def restore_signals(old: dict[int, Any]) -> None:
-        """Put back the handlers install_signals replaced (in-process callers keep theirs)."""
-        for sig, handler in old.items():
-            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
     # --- images -------------------------------------------------------------------------------
 
@@ -332,7 +325,8 @@ class Job:
         try:
             return self._run()
         finally:
-            self.restore_signals(old)
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
 
     def _run(self) -> RunResult:
         ctx = self.ctx

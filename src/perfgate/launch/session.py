@@ -12,7 +12,6 @@ submitting them again. SIGINT/SIGTERM cancel every job the session submitted.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import signal
 import subprocess
@@ -25,17 +24,16 @@ from typing import Any
 import submitit
 from submitit.core.utils import pickle_load
 
-from perfgate import stepfile
 from perfgate.catalog import Row
 from perfgate.errors import ConfigError, PerfgateError
-from perfgate.launch import planning
-from perfgate.launch.collect import attempts, collect_job, read_manifest, write_json
+from perfgate.launch import planning, statefile
+from perfgate.launch.collect import collect_job, progress
 from perfgate.launch.envs import export_secrets
 from perfgate.launch.job import run_job
 from perfgate.launch.slurmstate import JobInfo, SlurmStates
 from perfgate.launch.types import Diagnosis, JobPlan, JobStatus, LaunchOptions, RunResult
 
-STATE_FILE = "launch-session.json"
+STATE_FILE = statefile.STATE_FILE
 LOST_AFTER_S = 120  # a submitted job Slurm has no record of for this long is given up
 RESULT_GRACE_S = 10  # COMPLETED but no result pickle yet: shared filesystems lag
 
@@ -374,25 +372,7 @@ class LaunchSession:
         return out
 
     def _progress(self, e: _Entry) -> tuple[int | None, int | None, str | None]:
-        tried = attempts(e.plan.job_dir)
-        if not tried:
-            return None, None, None
-        manifest = read_manifest(Path(e.plan.job_dir) / f"attempt-{tried[-1]}") or {}
-        runs = manifest.get("runs", [])
-        if not runs:
-            return None, e.ctx.steps, None
-        last = runs[-1]
-        run = (
-            f"{len(runs)}/{manifest.get('planned', len(runs))} {last['label']}"
-            if len(e.ctx.launches) > 1
-            else None
-        )
-        try:
-            rec = stepfile.read(Path(last["run_dir"]) / "steps.json")
-        except PerfgateError:
-            return None, e.ctx.steps, run
-        step = rec.steps[-1]["step"] if rec.steps else None
-        return step, e.ctx.steps, run
+        return progress(e.plan.job_dir, e.ctx.steps, len(e.ctx.launches) > 1)
 
     def cancel_all(self) -> list[str]:
         """scancel every job this session submitted and not finished; rows not yet submitted
@@ -445,42 +425,16 @@ class LaunchSession:
     # --- the state file ---------------------------------------------------------------------------
 
     def _load_state(self) -> dict[str, dict[str, Any]]:
-        try:
-            data = json.loads(self.state_path.read_text())
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as e:
-            raise ConfigError(f"{self.state_path}: unreadable session state ({e})") from None
-        if not isinstance(data, dict) or not isinstance(data.get("jobs"), dict):
-            raise ConfigError(f"{self.state_path}: field 'jobs' missing; not a session state file")
-        return data["jobs"]
+        return statefile.load(self.state_path)
 
-    def _save_state(self, cancelled: set[str] = frozenset()) -> None:  # type: ignore[assignment]
-        jobs = {}
-        for rid in self.order:
-            e = self.entries[rid]
-            old = self._saved.get(rid, {})
-            jobs[rid] = {
-                "test_id": e.test_id,
-                "job_id": e.job_id,
-                "job_dir": e.plan.job_dir,
-                "job_name": f"{self.options.job_name_prefix}-{rid}",
-                "submitted_at": e.submitted_at,
-                "state": e.result.state if e.result else (e.info.state if e.info else None),
-                "done": e.done,
-                "cancelled": e.job_id in cancelled
-                or bool(old.get("cancelled") and old.get("job_id") == e.job_id),
-            }
-        self._saved = jobs
-        write_json(
+    def _save_state(self, cancelled: Iterable[str] = ()) -> None:
+        self._saved = statefile.save(
             self.state_path,
-            {
-                "version": 1,
-                "executor": self.options.executor,
-                "slurm_conf": os.environ.get("SLURM_CONF"),
-                "updated_at": time.time(),
-                "jobs": jobs,
-            },
+            [
+                statefile.record(e, self.options.job_name_prefix, self._saved, set(cancelled))
+                for e in (self.entries[rid] for rid in self.order)
+            ],
+            self.options.executor,
         )
 
     def close(self) -> None:
