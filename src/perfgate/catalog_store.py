@@ -9,15 +9,13 @@ so a reader sees either the old or the new file, never half of one.
 from __future__ import annotations
 
 import difflib
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from perfgate import catalog, catalog_validate
+from perfgate import atomic, catalog, catalog_validate
 from perfgate.catalog import Baseline, Row
 from perfgate.errors import ConfigError, PerfgateError
 
@@ -31,25 +29,7 @@ def lock_for(path: Path) -> FileLock:
 
 def write_atomic(path: Path, text: str) -> None:
     """Replace path's content with text atomically (temp file in the same folder, fsync, rename)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    # Make the rename itself durable.
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    atomic.write_text(path, text)
 
 
 def _apply(path: Path, updates: Mapping[str, Baseline]) -> str:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perfgate import atomic
 from perfgate.errors import PerfgateError
 from perfgate.logs import Step, StepSeries
 
@@ -63,19 +63,7 @@ class StepRecord:
 
 def write(path: str | os.PathLike[str], record: StepRecord) -> None:
     """Atomically replace path with the record."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = {"schema": SCHEMA, **asdict(record)}
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".steps.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, allow_nan=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic.write_json(path, {"schema": SCHEMA, **asdict(record)}, allow_nan=True)
 
 
 def read(path: str | os.PathLike[str]) -> StepRecord:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
+from perfgate import atomic
 from perfgate.errors import ConfigError
 from perfgate.report import results
 
@@ -32,7 +31,8 @@ def test_a_crash_while_writing_keeps_the_previous_file(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(json, "dump", boom)
+    # Interrupted after the new content went to the temp file, before the rename.
+    monkeypatch.setattr(atomic.os, "fsync", boom)
     with pytest.raises(KeyboardInterrupt):
         f.add({"row_id": "b", "verdict": "PASS"})
     assert f.path.read_text() == before

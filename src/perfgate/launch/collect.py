@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from perfgate import stepfile
+from perfgate import atomic, stepfile
 from perfgate.errors import PerfgateError
 from perfgate.launch import diagnose as dg
 from perfgate.launch.types import Diagnosis, RunRecord, RunResult
@@ -28,15 +27,7 @@ MAX_RANK_LOGS = 16  # rank logs read for a diagnosis: failing ranks first, then 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
     """Atomically replace path with JSON (a reader never sees half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic.write_json(path, data)
 
 
 def attempts(job_dir: str | os.PathLike[str]) -> list[int]:

@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from perfgate import catalog
+from perfgate import atomic, catalog
 from perfgate.errors import ConfigError
 from perfgate.launch.types import JobPlan
 from perfgate.secrets import redact
@@ -209,18 +208,7 @@ def _clean(x: Any) -> Any:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON to a temp file beside path, fsync, then rename over path."""
-    data = _clean(data)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, allow_nan=False, default=str)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic.write_json(path, _clean(data), allow_nan=False, default=str)
 
 
 def read(path: str | os.PathLike[str]) -> dict[str, Any]:
