@@ -100,6 +100,19 @@ def find_callback(recipe: run.Partial, name: str, add: bool = False) -> fdl.Buil
     return cb
 
 
+def megatron_ddp_config() -> fdl.Buildable:
+    """The DDP config MegatronStrategy builds from its default ddp="megatron", made explicit.
+
+    Fine-tuning recipes leave the strategy's ddp at the string "megatron", which the strategy
+    turns into DistributedDataParallelConfig(check_for_nan_in_grad=True); spelling that out
+    lets an override reach a DDP field (seed 000's ddp.fp8_param_gather for mxfp8 LoRA)
+    without changing anything else the run does.
+    """
+    from megatron.core.distributed import DistributedDataParallelConfig
+
+    return run.Config(DistributedDataParallelConfig, check_for_nan_in_grad=True)
+
+
 def set_path(recipe: run.Partial, path: str, value: Any, origin: str = "override") -> None:
     """Set one normalized dotted path on the recipe; a clear error names the bad segment."""
     parts = path.split(".")
@@ -122,6 +135,9 @@ def set_path(recipe: run.Partial, path: str, value: Any, origin: str = "override
                 f"{where}: {_class_name(node)} has no field {seg!r}{suggest(seg, params)}"
             )
         child = getattr(node, seg)
+        if walked == ["trainer", "strategy"] and seg == "ddp" and child == "megatron":
+            child = megatron_ddp_config()
+            setattr(node, seg, child)
         if not isinstance(child, fdl.Buildable):
             raise ConfigError(
                 f"{where}: {'.'.join([*walked, seg])} is {child!r}, not a config object"
