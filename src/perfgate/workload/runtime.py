@@ -178,3 +178,21 @@ class Recorder:
             self.record.error = redact(" ".join(error.split())) if error else None
             self.record.finished_at = now_iso()
             self._write()
+
+
+def torch_dist_env(rank: RankInfo, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Rank variables plus MASTER_ADDR/MASTER_PORT for torch.distributed's env:// rendezvous.
+
+    What torchrun would set, for backends whose ranks srun starts directly: the job's first
+    node is the master; the port is derived from the job id so two jobs sharing a node differ.
+    Values the rank inherited win.
+    """
+    environ = os.environ if environ is None else environ
+    env = rank.env()
+    if not environ.get("MASTER_ADDR"):
+        nodes = job_nodes(environ)
+        env["MASTER_ADDR"] = nodes[0] if nodes else "127.0.0.1"
+    if not environ.get("MASTER_PORT"):
+        job = environ.get("SLURM_JOB_ID", "")
+        env["MASTER_PORT"] = str(29500 + int(job) % 1000 if job.isdigit() else 29500)
+    return env
