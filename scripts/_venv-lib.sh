@@ -1,12 +1,15 @@
 # Shared by scripts/nemo-venv and scripts/automodel-venv: build a CPU-only venv from a
 # requirements file, idempotently (a stamp of the requirements and the calling script).
 # Usage (sourced): build_venv VENV REQS SMOKE_PYTHON_CODE [--force]
+# NODEPS_REQS=FILE: packages installed after REQS without their dependencies (source that
+# tests read but that cannot be imported here, e.g. Megatron-Bridge without TE).
 
 build_venv() {
     local venv="$1" reqs="$2" smoke="$3" force="${4:-}"
     local python="${PYTHON:-python3}" stamp="$venv/.perfgate-stamp"
     local want
-    want="$(cat "$reqs" "$0" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1)"
+    local nodeps="${NODEPS_REQS:-}"
+    want="$(cat "$reqs" ${nodeps:+"$nodeps"} "$0" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1)"
     if [[ "$force" != "--force" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
         echo "$(basename "$0"): $venv is up to date"
         return 0
@@ -34,6 +37,10 @@ build_venv() {
     # run pays for compiling thousands of modules.
     "$venv/bin/uv" pip install --python "$venv/bin/python" --compile-bytecode --quiet \
         "${torch_src[@]}" -r "$reqs"
+    if [[ -n "$nodeps" ]]; then
+        "$venv/bin/uv" pip install --python "$venv/bin/python" --compile-bytecode --quiet \
+            --no-deps -r "$nodeps"
+    fi
     "$venv/bin/uv" pip install --python "$venv/bin/python" --compile-bytecode --quiet \
         --no-deps -e .
     "$venv/bin/python" -c "$smoke"

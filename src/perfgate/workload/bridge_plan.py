@@ -161,7 +161,7 @@ def planned_settings(row: Mapping[str, Any], steps: int) -> dict[str, Any]:
         "model.expert_tensor_parallel_size": row.get("etp"),
         "model.sequence_parallel": tp > 1,
         "model.seq_length": int(row["seq_len"]),
-        "dataset.seq_length": int(row["seq_len"]),
+        "dataset.sequence_length": int(row["seq_len"]),  # seq_length is only a property
         "train.global_batch_size": int(row["gbs"]),
         "train.micro_batch_size": int(row["mbs"]),
         "tokenizer.tokenizer_type": "NullTokenizer",
@@ -224,9 +224,13 @@ def set_attr_path(root: Any, path: str, value: Any, origin: str = "override") ->
 
 
 def _field_names(obj: Any) -> set[str]:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name for f in dataclasses.fields(obj)}
-    return set()
+    """Dataclass fields plus settable properties (Bridge aliases some fields that way)."""
+    if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+        return set()
+    names = {f.name for f in dataclasses.fields(obj)}
+    for cls in type(obj).__mro__:
+        names |= {k for k, v in vars(cls).items() if isinstance(v, property) and v.fset}
+    return names
 
 
 def describe_bridge(row: Mapping[str, Any], steps: int, overrides: Mapping[str, Any]) -> str:
