@@ -127,10 +127,22 @@ def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
-def one_line_error(exc: BaseException, limit: int = 500) -> str:
-    """An exception as one redacted line: 'Type: message', cut to limit characters."""
+def _type_and_text(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
-    line = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def one_line_error(exc: BaseException, limit: int = 500) -> str:
+    """An exception as one redacted line: 'Type: message', cut to limit characters.
+
+    An exception raised while another was being handled (a framework's cleanup failing
+    after the real error, as Lightning's teardown does) names the first one first: that is
+    the cause a person needs.
+    """
+    line = _type_and_text(exc)
+    first = exc.__context__
+    if first is not None and exc.__cause__ is None and not exc.__suppress_context__:
+        line = f"{_type_and_text(first)} (then, while handling it: {line})"
     line = redact(line)
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
