@@ -148,3 +148,16 @@ def test_unknown_model_is_a_clear_error() -> None:
     assert str(e.value).startswith(
         "field 'model' is 'llama5_1t': the nemo2 backend has no NeMo 2.x recipe mapping"
     )
+
+
+def test_login_node_check_accepts_removing_a_callback_the_recipe_has() -> None:
+    remove = {"trainer.callbacks.MegatronCommOverlapCallback": None}
+    assert check_overrides(ROW, remove, use_nemo=False).startswith("checked against")
+    with pytest.raises(ConfigError, match=r"the recipe has no callback 'FooCallback' and perf"):
+        check_overrides(ROW, {"trainer.callbacks.FooCallback": None}, use_nemo=False)
+
+
+def test_lora_ddp_fields_are_settable_on_the_login_node_too() -> None:
+    lora = {**ROW, "task": "lora", "id": "lora-x"}
+    how = check_overrides(lora, {"trainer.strategy.ddp.fp8_param_gather": True}, use_nemo=False)
+    assert how == "checked against the snapshot of NeMo 2.7.3"

@@ -113,9 +113,29 @@ def megatron_ddp_config() -> fdl.Buildable:
     return run.Config(DistributedDataParallelConfig, check_for_nan_in_grad=True)
 
 
+def remove_callback(recipe: run.Partial, name: str, origin: str = "override") -> None:
+    """Drop the recipe's callback of that class name (`trainer.callbacks.NAME=null`)."""
+    callbacks = recipe.trainer.callbacks or []
+    kept = [cb for cb in callbacks if _class_name(cb) != name]
+    if len(kept) == len(callbacks):
+        present = ", ".join(_class_name(c) for c in callbacks)
+        raise ConfigError(
+            f"{origin} 'trainer.callbacks.{name}': the recipe has no {name} to remove ({present})"
+        )
+    recipe.trainer.callbacks = kept
+
+
 def set_path(recipe: run.Partial, path: str, value: Any, origin: str = "override") -> None:
     """Set one normalized dotted path on the recipe; a clear error names the bad segment."""
     parts = path.split(".")
+    if len(parts) == 3 and parts[:2] == ["trainer", "callbacks"]:
+        if value is not None:
+            raise ConfigError(
+                f"{origin} {path!r}: a callback can only be removed (=null); set its fields "
+                f"by {path}.FIELD=VALUE"
+            )
+        remove_callback(recipe, parts[2], origin)
+        return
     node: Any = recipe
     walked: list[str] = []
     i = 0

@@ -194,3 +194,15 @@ def test_pytorch_ddp_string_is_not_materialized() -> None:
                 overrides={"trainer.strategy.ddp": "pytorch", "trainer.strategy.ddp.x": 1}
             ),
         )
+
+
+def test_a_callback_can_be_removed_by_setting_it_to_null() -> None:
+    remove = {"trainer.callbacks.MegatronCommOverlapCallback": None}
+    recipe = build_recipe(ROWS[0], RecipeInputs(overrides=remove))
+    assert "MegatronCommOverlapCallback" not in names(recipe.trainer.callbacks)
+    with pytest.raises(ConfigError, match="a callback can only be removed"):
+        build_recipe(
+            ROWS[0], RecipeInputs(overrides={"trainer.callbacks.MegatronCommOverlapCallback": 1})
+        )
+    with pytest.raises(ConfigError, match="the recipe has no NsysCallback to remove"):
+        build_recipe(ROWS[0], RecipeInputs(overrides={"trainer.callbacks.NsysCallback": None}))
