@@ -266,3 +266,15 @@ def test_lora_without_a_checkpoint_source_fails_before_running(automodel_spec, t
     assert dispatch.run_spec(spec, RankInfo(0, 1, 0, "single")) == 0
     env = json.loads((tmp_path / "seen.json").read_text())["env"]
     assert env["HF_HOME"] == str(tmp_path / "data" / "hub") and env["HF_HUB_OFFLINE"] == "1"
+
+
+def test_dry_run_shows_the_yaml_the_job_would_run() -> None:
+    from perfgate.workload.describe import describe
+
+    row = next(r for r in GOOD if r["model"] == "llama3_70b" and r["num_gpus"] == 16)
+    text = describe(row, {"optimizer.lr": 2e-5}, steps=12)
+    assert text.startswith(f"workload {row['id']} (backend automodel)\n")
+    assert f"(base: perfgate's copy of {row['overrides']['config']}):\n" in text
+    assert '  "max_steps": 12\n' in text and '  "lr": 2.0e-05\n' in text
+    assert '  "dp_size": 2\n' in text and '    "layers_per_stage": 2\n' in text
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in text  # NeMo's variables are not Automodel's
