@@ -76,13 +76,23 @@ def normalize_path(path: str) -> str:
 
 
 def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
-    """`path=value` strings (e.g. from --override) to {normalized path: parsed value}."""
+    """`path=value` strings (e.g. from --override) to {path: parsed value}.
+
+    Backend-neutral: a path the nemo2 recipe could take is normalized (`recipe.` dropped,
+    `callbacks.` expanded); any other is kept as written for the Automodel YAML or the
+    Megatron-Bridge ConfigContainer. Each row's backend checks the paths before submission.
+    """
     out: dict[str, Any] = {}
     for item in items:
         path, sep, value = str(item).partition("=")
         if not sep:
             raise ConfigError(f"--override {item!r}: expected PATH=VALUE")
-        out[normalize_path(path)] = parse_value(value)
+        path = path.strip()
+        if not path or any(not part for part in path.lstrip("+").split(".")):
+            raise ConfigError(f"override path {path!r} has an empty segment")
+        head = path.removeprefix("recipe.").split(".")[0]
+        nemo2_like = head in TOP_LEVEL or head == "callbacks"
+        out[normalize_path(path) if nemo2_like else path] = parse_value(value)
     return out
 
 
