@@ -100,4 +100,7 @@ def run(spec: WorkloadSpec, rank: RankInfo, recorder: Recorder | None) -> None:
             flops_convention="automodel",
             versions=measured_versions(rank.world_size),
         )
-    run_argv(spec, [sys.executable, "-m", RECIPE, "--config", str(path)], env, recorder)
+    try:
+        run_argv(spec, [sys.executable, "-m", RECIPE, "--config", str(path)], env, recorder)
+    finally:
+        shutil.rmtree(path.parent, ignore_errors=True)
