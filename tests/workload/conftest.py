@@ -15,6 +15,7 @@ TOGETHER_8B = "third_party_logs/together_b200_llama3.1_8b_bf16_gbs128_nemo2602.c
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "nemo: needs the NeMo 2.x stack (.venv-nemo)")
+    config.addinivalue_line("markers", "automodel: needs NeMo Automodel (.venv-automodel)")
 
 
 @pytest.fixture
@@ -50,11 +51,15 @@ def command_spec(tmp_path: Path):
     return make
 
 
-# The NeMo contract tests import NeMo: the main venv runs them through .venv-nemo instead
-# (test_nemo_contract.py), so they are collected only by an interpreter that has NeMo.
+# The contract tests import NeMo / Automodel: the main venv runs them through .venv-nemo and
+# .venv-automodel instead (test_nemo_contract.py, test_automodel_contract.py), so each is
+# collected only by an interpreter that has its stack.
+collect_ignore_glob: list[str] = []
 try:
     import nemo.collections.llm  # noqa: F401
-
-    collect_ignore_glob: list[str] = []
 except ImportError:
-    collect_ignore_glob = ["nemo_contract/*"]
+    collect_ignore_glob.append("nemo_contract/*")
+try:
+    import nemo_automodel  # noqa: F401
+except ImportError:
+    collect_ignore_glob.append("automodel_contract/*")

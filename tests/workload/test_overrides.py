@@ -63,7 +63,6 @@ def test_paths_normalize_recipe_prefix_and_callbacks() -> None:
             "model.config.enable_cuda_graph",
             "--override 'model.config.enable_cuda_graph': expected PATH=VALUE",
         ),
-        ("modle.config.x=1", "override path 'modle.config.x' must start with one of model, data"),
         ("model..x=1", "override path 'model..x' has an empty segment"),
     ],
 )
@@ -147,4 +146,33 @@ def test_unknown_model_is_a_clear_error() -> None:
         check_overrides({**ROW, "model": "llama5_1t"}, {}, use_nemo=False)
     assert str(e.value).startswith(
         "field 'model' is 'llama5_1t': the nemo2 backend has no NeMo 2.x recipe mapping"
+    )
+
+
+def test_login_node_check_accepts_removing_a_callback_the_recipe_has() -> None:
+    remove = {"trainer.callbacks.MegatronCommOverlapCallback": None}
+    assert check_overrides(ROW, remove, use_nemo=False).startswith("checked against")
+    with pytest.raises(ConfigError, match=r"the recipe has no callback 'FooCallback' and perf"):
+        check_overrides(ROW, {"trainer.callbacks.FooCallback": None}, use_nemo=False)
+
+
+def test_lora_ddp_fields_are_settable_on_the_login_node_too() -> None:
+    lora = {**ROW, "task": "lora", "id": "lora-x"}
+    how = check_overrides(lora, {"trainer.strategy.ddp.fp8_param_gather": True}, use_nemo=False)
+    assert how == "checked against the snapshot of NeMo 2.7.3"
+
+
+def test_cli_overrides_of_every_backend_parse_and_each_backend_checks_its_own() -> None:
+    parsed = parse_overrides(
+        ["step_scheduler.local_batch_size=8", "train.train_iters=5", "modle.config.x=1"]
+    )
+    assert parsed == {
+        "step_scheduler.local_batch_size": 8,
+        "train.train_iters": 5,
+        "modle.config.x": 1,
+    }
+    with pytest.raises(ConfigError) as e:
+        check_overrides(ROW, {"modle.config.x": 1}, use_nemo=False)
+    assert str(e.value).startswith(
+        "override path 'modle.config.x' must start with one of model, data"
     )

@@ -67,3 +67,23 @@ def test_one_line_error_redacts_tokens_and_joins_lines(monkeypatch) -> None:
     monkeypatch.setenv("HF_TOKEN", "hf_" + "Z" * 34)
     err = RuntimeError("401 for token hf_" + "Z" * 34 + "\n  at line 3")
     assert one_line_error(err) == "RuntimeError: 401 for token *** at line 3"
+
+
+def test_one_line_error_names_the_first_error_of_a_failed_cleanup() -> None:
+    try:
+        try:
+            raise AssertionError("Torch not compiled with CUDA enabled")
+        except AssertionError:
+            raise ImportError("megatron-core was not found") from None
+    except ImportError as e:
+        assert one_line_error(e) == "ImportError: megatron-core was not found"  # `from None`
+    try:
+        try:
+            raise AssertionError("Torch not compiled with CUDA enabled")
+        except AssertionError:
+            raise ImportError("megatron-core was not found")  # noqa: B904  (the case under test)
+    except ImportError as e:
+        assert one_line_error(e) == (
+            "AssertionError: Torch not compiled with CUDA enabled "
+            "(then, while handling it: ImportError: megatron-core was not found)"
+        )

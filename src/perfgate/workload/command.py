@@ -140,8 +140,13 @@ def _spawn(argv: list[str], env: dict[str, str], piped: bool) -> subprocess.Pope
 
 def run(spec: WorkloadSpec, rank: RankInfo, recorder: Recorder | None) -> None:
     """Run the command on this rank; rank 0 tees its output to a log and records its steps."""
-    argv = command_argv(spec)
-    env = command_env(spec, rank, dict(os.environ))
+    run_argv(spec, command_argv(spec), command_env(spec, rank, dict(os.environ)), recorder)
+
+
+def run_argv(
+    spec: WorkloadSpec, argv: list[str], env: dict[str, str], recorder: Recorder | None
+) -> None:
+    """Run argv as this rank's workload (rank 0: tee, live steps from its log); fail on exit."""
     if recorder is None:
         code = _wait(_spawn(argv, env, piped=False))  # output goes straight to the rank's log
     else:

@@ -83,14 +83,30 @@ def describe(
     """The text --dry-run prints for a row's workload."""
     overrides = overrides or {}
     backend = row.get("backend", "nemo2")
-    merged = merged_overrides(row.get("overrides") or {}, overrides)
-    env = nvidia_defaults(row, merged)
+    merged: dict[str, Any] = {}
+    env: dict[str, str] = {}
+    if backend == "nemo2":
+        merged = merged_overrides(row.get("overrides") or {}, overrides)
+        env = nvidia_defaults(row, merged)
+    elif backend == "megatron_bridge":
+        from perfgate.workload.bridge_plan import bridge_env_defaults
+
+        env = bridge_env_defaults(row)
     env_text = "\n".join(f"  {k}={v}" for k, v in sorted({**env, **(row.get("env") or {})}.items()))
     head = (
         f"workload {row.get('id')} (backend {backend})\nenvironment set in the job:\n{env_text}\n"
     )
+    if backend == "automodel":
+        from perfgate.workload.automodel_config import AutomodelInputs, build_config, to_yaml
+
+        cfg, source = build_config(row, AutomodelInputs(steps=steps, overrides=overrides))
+        return head + f"Automodel benchmark config (base: {source}):\n" + to_yaml(cfg)
+    if backend == "megatron_bridge":
+        from perfgate.workload.bridge_plan import describe_bridge
+
+        return head + describe_bridge(row, steps, overrides)
     if backend != "nemo2":
-        body = json.dumps({"overrides": merged}, indent=1, default=str)
+        body = json.dumps({"overrides": {**(row.get("overrides") or {}), **overrides}}, indent=1)
         return head + f"backend {backend}: recipe text is not rendered on the login node\n{body}\n"
     use_nemo = nemo_importable() if use_nemo is None else use_nemo
     if not use_nemo:

@@ -11,14 +11,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import torch
 from lightning.pytorch.callbacks import Callback
 
-from perfgate.logs import Step
+from perfgate.workload.recording import gather_peak_memory, make_step, start_record
 from perfgate.workload.runtime import Recorder
-from perfgate.workload.versions import job_versions
-
-GIB = float(1 << 30)
 
 
 def _first(callbacks: list[Any], name: str) -> Any | None:
@@ -40,12 +36,7 @@ class PerfgateStepCallback(Callback):
         """Find NeMo's timing and FLOPs callbacks; record versions; status running."""
         self._timing = _first(trainer.callbacks, "TimingCallback")
         self._flops = _first(trainer.callbacks, "FLOPsMeasurementCallback")
-        if self.recorder:
-            self.recorder.update(
-                status="running",
-                versions=job_versions(self.world_size),
-                flops_convention="nemo2" if self._flops is not None else None,
-            )
+        start_record(self.recorder, self.world_size, "nemo2" if self._flops else None)
 
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, idx: int) -> None:
         """Start this callback's own clock (used only when NeMo's TimingCallback is absent)."""
@@ -62,24 +53,11 @@ class PerfgateStepCallback(Callback):
         tflops = None
         if self._flops is not None and step_time > 0:
             tflops = float(self._flops.eval_tflops_per_sec_per_gpu(step_time)[0])
-        cuda = torch.cuda.is_available()
-        self.recorder.add_step(
-            Step(
-                step=int(trainer.global_step) - 1,
-                step_time_s=step_time,
-                tflops_per_gpu=tflops,
-                tokens_per_s_per_gpu=self.tokens_per_step / step_time / self.world_size,
-                mem_allocated_gib=torch.cuda.memory_allocated() / GIB if cuda else None,
-                mem_peak_gib=torch.cuda.max_memory_allocated() / GIB if cuda else None,
-            )
+        step = make_step(
+            int(trainer.global_step) - 1, step_time, self.tokens_per_step, self.world_size, tflops
         )
+        self.recorder.add_step(step)
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         """Gather every rank's peak allocated memory (one collective, after the last step)."""
-        peak = torch.cuda.max_memory_allocated() / GIB if torch.cuda.is_available() else 0.0
-        peaks = [peak]
-        if torch.distributed.is_available() and torch.distributed.is_initialized():
-            peaks = [0.0] * torch.distributed.get_world_size()
-            torch.distributed.all_gather_object(peaks, peak)
-        if self.recorder:
-            self.recorder.update(peak_memory_gib_per_rank=[round(p, 3) for p in peaks])
+        gather_peak_memory(self.recorder)

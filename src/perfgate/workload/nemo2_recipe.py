@@ -100,9 +100,42 @@ def find_callback(recipe: run.Partial, name: str, add: bool = False) -> fdl.Buil
     return cb
 
 
+def megatron_ddp_config() -> fdl.Buildable:
+    """The DDP config MegatronStrategy builds from its default ddp="megatron", made explicit.
+
+    Fine-tuning recipes leave the strategy's ddp at the string "megatron", which the strategy
+    turns into DistributedDataParallelConfig(check_for_nan_in_grad=True); spelling that out
+    lets an override reach a DDP field (seed 000's ddp.fp8_param_gather for mxfp8 LoRA)
+    without changing anything else the run does.
+    """
+    from megatron.core.distributed import DistributedDataParallelConfig
+
+    return run.Config(DistributedDataParallelConfig, check_for_nan_in_grad=True)
+
+
+def remove_callback(recipe: run.Partial, name: str, origin: str = "override") -> None:
+    """Drop the recipe's callback of that class name (`trainer.callbacks.NAME=null`)."""
+    callbacks = recipe.trainer.callbacks or []
+    kept = [cb for cb in callbacks if _class_name(cb) != name]
+    if len(kept) == len(callbacks):
+        present = ", ".join(_class_name(c) for c in callbacks)
+        raise ConfigError(
+            f"{origin} 'trainer.callbacks.{name}': the recipe has no {name} to remove ({present})"
+        )
+    recipe.trainer.callbacks = kept
+
+
 def set_path(recipe: run.Partial, path: str, value: Any, origin: str = "override") -> None:
     """Set one normalized dotted path on the recipe; a clear error names the bad segment."""
     parts = path.split(".")
+    if len(parts) == 3 and parts[:2] == ["trainer", "callbacks"]:
+        if value is not None:
+            raise ConfigError(
+                f"{origin} {path!r}: a callback can only be removed (=null); set its fields "
+                f"by {path}.FIELD=VALUE"
+            )
+        remove_callback(recipe, parts[2], origin)
+        return
     node: Any = recipe
     walked: list[str] = []
     i = 0
@@ -122,6 +155,9 @@ def set_path(recipe: run.Partial, path: str, value: Any, origin: str = "override
                 f"{where}: {_class_name(node)} has no field {seg!r}{suggest(seg, params)}"
             )
         child = getattr(node, seg)
+        if walked == ["trainer", "strategy"] and seg == "ddp" and child == "megatron":
+            child = megatron_ddp_config()
+            setattr(node, seg, child)
         if not isinstance(child, fdl.Buildable):
             raise ConfigError(
                 f"{where}: {'.'.join([*walked, seg])} is {child!r}, not a config object"

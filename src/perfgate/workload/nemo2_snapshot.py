@@ -37,7 +37,7 @@ _BASE = {
 def _walk(cfg: Any, prefix: str, out: dict[str, str], seen: set[int] | None = None) -> None:
     import fiddle as fdl
 
-    from perfgate.workload.nemo2_recipe import _class_name, _params
+    from perfgate.workload.nemo2_recipe import _class_name, _params, megatron_ddp_config
 
     seen = set() if seen is None else seen
     seen.add(id(cfg))
@@ -51,6 +51,8 @@ def _walk(cfg: Any, prefix: str, out: dict[str, str], seen: set[int] | None = No
             for cb in value:
                 _walk(cb, f"trainer.callbacks.{_class_name(cb)}", out, seen)
             continue
+        if path == "trainer.strategy.ddp" and value == "megatron":
+            value = megatron_ddp_config()  # what an override under it materializes
         if isinstance(value, fdl.Buildable):
             out[path] = "Config"
             if id(value) not in seen:  # e.g. the FLOPs callback's model_config is model.config

@@ -11,7 +11,8 @@ Paths are the recipe's own attribute paths, as NVIDIA's tuning guide writes them
 
 A callback is addressed by its class name (`callbacks.X` is short for `trainer.callbacks.X`);
 setting a field of a callback the recipe lacks adds it when perfgate knows how (nsys,
-memory profile, token drop, ...). Values are JSON (true, 3, 1e-4, "p2p", null, [..]); a
+memory profile, token drop, ...); `trainer.callbacks.X=null` removes the recipe's X.
+Values are JSON (true, 3, 1e-4, "p2p", null, [..]); a
 bare word is a string. This module is pure Python: a login node without NeMo checks paths
 against the snapshot in nemo2_paths.json, which a contract test proves current.
 """
@@ -75,13 +76,23 @@ def normalize_path(path: str) -> str:
 
 
 def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
-    """`path=value` strings (e.g. from --override) to {normalized path: parsed value}."""
+    """`path=value` strings (e.g. from --override) to {path: parsed value}.
+
+    Backend-neutral: a path the nemo2 recipe could take is normalized (`recipe.` dropped,
+    `callbacks.` expanded); any other is kept as written for the Automodel YAML or the
+    Megatron-Bridge ConfigContainer. Each row's backend checks the paths before submission.
+    """
     out: dict[str, Any] = {}
     for item in items:
         path, sep, value = str(item).partition("=")
         if not sep:
             raise ConfigError(f"--override {item!r}: expected PATH=VALUE")
-        out[normalize_path(path)] = parse_value(value)
+        path = path.strip()
+        if not path or any(not part for part in path.lstrip("+").split(".")):
+            raise ConfigError(f"override path {path!r} has an empty segment")
+        head = path.removeprefix("recipe.").split(".")[0]
+        nemo2_like = head in TOP_LEVEL or head == "callbacks"
+        out[normalize_path(path) if nemo2_like else path] = parse_value(value)
     return out
 
 
@@ -111,14 +122,24 @@ def check_against_snapshot(
     objects, whose fields are listed too); a path below a field whose value is None (e.g. a
     tp_comm_overlap_cfg the recipe leaves unset) cannot be checked here and is accepted.
     """
-    for path in overrides:
+    for path, value in overrides.items():
         if path in valid_paths:
+            continue
+        if _removes_known_callback(path, value, valid_paths):
             continue
         parent = path.rsplit(".", 1)[0]
         if _under_settable_object(parent, valid_paths):
             continue
-        # Name the deepest known config on the way and its closest field.
         parts = path.split(".")
+        if parts[:2] == ["trainer", "callbacks"] and len(parts) >= 3:
+            known_cbs = {p.split(".")[2] for p in valid_paths if p.startswith("trainer.callbacks.")}
+            if parts[2] not in known_cbs:
+                raise ConfigError(
+                    f"{origin}: override {path!r}: the recipe has no callback {parts[2]!r} and "
+                    f"perfgate does not add it{suggest(parts[2], known_cbs)}; known: "
+                    f"{', '.join(sorted(known_cbs))}"
+                )
+        # Name the deepest known config on the way and its closest field.
         depth = len(parts) - 1
         while depth > 0 and ".".join(parts[:depth]) not in valid_paths:
             depth -= 1
@@ -128,6 +149,12 @@ def check_against_snapshot(
         hint = suggest(parts[depth], fields)
         where = f"{known} has no field" if known else "no top-level field"
         raise ConfigError(f"{origin}: override {path!r}: {where} {parts[depth]!r}{hint}")
+
+
+def _removes_known_callback(path: str, value: Any, valid_paths: Mapping[str, str]) -> bool:
+    parts = path.split(".")
+    removal = len(parts) == 3 and parts[:2] == ["trainer", "callbacks"] and value is None
+    return removal and any(p.startswith(path + ".") for p in valid_paths)
 
 
 def _under_settable_object(parent: str, valid_paths: Mapping[str, str]) -> bool:

@@ -127,10 +127,22 @@ def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
-def one_line_error(exc: BaseException, limit: int = 500) -> str:
-    """An exception as one redacted line: 'Type: message', cut to limit characters."""
+def _type_and_text(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
-    line = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def one_line_error(exc: BaseException, limit: int = 500) -> str:
+    """An exception as one redacted line: 'Type: message', cut to limit characters.
+
+    An exception raised while another was being handled (a framework's cleanup failing
+    after the real error, as Lightning's teardown does) names the first one first: that is
+    the cause a person needs.
+    """
+    line = _type_and_text(exc)
+    first = exc.__context__
+    if first is not None and exc.__cause__ is None and not exc.__suppress_context__:
+        line = f"{_type_and_text(first)} (then, while handling it: {line})"
     line = redact(line)
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
@@ -178,3 +190,21 @@ class Recorder:
             self.record.error = redact(" ".join(error.split())) if error else None
             self.record.finished_at = now_iso()
             self._write()
+
+
+def torch_dist_env(rank: RankInfo, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Rank variables plus MASTER_ADDR/MASTER_PORT for torch.distributed's env:// rendezvous.
+
+    What torchrun would set, for backends whose ranks srun starts directly: the job's first
+    node is the master; the port is derived from the job id so two jobs sharing a node differ.
+    Values the rank inherited win.
+    """
+    environ = os.environ if environ is None else environ
+    env = rank.env()
+    if not environ.get("MASTER_ADDR"):
+        nodes = job_nodes(environ)
+        env["MASTER_ADDR"] = nodes[0] if nodes else "127.0.0.1"
+    if not environ.get("MASTER_PORT"):
+        job = environ.get("SLURM_JOB_ID", "")
+        env["MASTER_PORT"] = str(29500 + int(job) % 1000 if job.isdigit() else 29500)
+    return env

@@ -43,9 +43,18 @@ def check_overrides(
                 f"override ({', '.join(extra)})"
             )
         return "no recipe overrides (command backend)"
+    if backend == "automodel":
+        from perfgate.workload.automodel_config import AutomodelInputs, build_config
+
+        _, source = build_config(
+            row, AutomodelInputs(overrides=overrides or {}, mock_data=mock_data)
+        )
+        return f"checked against {source}"
+    if backend == "megatron_bridge":
+        from perfgate.workload.bridge_plan import check_bridge_overrides
+
+        return check_bridge_overrides(row, overrides or {}, origin)
     merged = merged_overrides(row.get("overrides") or {}, overrides or {})
-    if backend in ("automodel", "megatron_bridge"):
-        raise ConfigError(f"{origin}: backend {backend!r} is not implemented in this perfgate")
     use_nemo = nemo_importable() if use_nemo is None else use_nemo
     if use_nemo:
         from perfgate.workload.nemo2_recipe import RecipeInputs, build_recipe

@@ -76,3 +76,25 @@ def job_versions(world_size: int) -> dict[str, str]:
         out["driver"] = driver
     out["gpu_count"] = str(world_size)
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m perfgate.workload.versions [WORLD_SIZE]`: print job_versions() as JSON.
+
+    For backends that train in a child process: the versions are measured by the same
+    interpreter the child uses, with torch imported, without holding a GPU afterwards.
+    """
+    import contextlib
+    import json
+
+    # torch_versions reads torch from sys.modules; without torch the rest is still reported.
+    with contextlib.suppress(ImportError):
+        import torch  # noqa: F401
+
+    args = sys.argv[1:] if argv is None else argv
+    print(json.dumps(job_versions(int(args[0]) if args else 1), sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -12,13 +12,9 @@ from perfgate.workload.nemo2_models import NEMO2_MODELS
 from perfgate.workload.nemo2_recipe import RecipeInputs, build_recipe
 
 ROWS = contract_rows()
-# Catalog rows the pinned NeMo cannot build as written: strict xfail, so a fix is noticed.
-KNOWN_ROW_PROBLEMS = {
-    "lora-llama3_70b-b200-mxfp8-8gpu-tp1pp4vp20": (
-        "override recipe.trainer.strategy.ddp.fp8_param_gather has nowhere to go: NeMo "
-        "2.7.3's LoRA recipe names its DDP by the string 'megatron'"
-    ),
-}
+# Catalog rows the pinned NeMo cannot build as written (id -> why): strict xfail, so a fix
+# is noticed. Empty while every row builds.
+KNOWN_ROW_PROBLEMS: dict[str, str] = {}
 FP8_RECIPE = {"delayed": "delayed", "current_scaling": "tensorwise", None: "delayed"}
 
 
@@ -154,3 +150,59 @@ def test_unknown_paths_fail_with_nemo_too(path, message) -> None:
     with pytest.raises(ConfigError) as e:
         build_recipe(ROWS[0], RecipeInputs(overrides={path: 1}))
     assert message in str(e.value)
+
+
+def _row(row_id: str) -> dict:
+    return next(r for r in ROWS if r["id"] == row_id)
+
+
+def test_mxfp8_lora_ddp_override_is_what_the_strategy_would_do_anyway() -> None:
+    """Seed 000's ddp.fp8_param_gather=True lands on the explicit form of ddp="megatron".
+
+    NeMo copies the MXFP8 plugin's fp8_param_gather/reuse_grad_buf_for_mxfp8_param_ag into
+    the strategy's DDP config at setup; the override must leave exactly that DDP config.
+    """
+    from megatron.core.distributed import DistributedDataParallelConfig
+    from nemo.lightning.pytorch.plugins.mixed_precision import update_config_with_dtype_overrides
+
+    row = _row("lora-llama3_70b-b200-mxfp8-8gpu-tp1pp4vp20")
+    assert row["overrides"] == {"recipe.trainer.strategy.ddp.fp8_param_gather": True}
+    recipe = build_recipe(row)
+    ddp = recipe.trainer.strategy.ddp
+    assert ddp.__fn_or_cls__ is DistributedDataParallelConfig
+    # NVIDIA's helpers skip the DDP knobs for a string ddp: the NaN check stays as "megatron"
+    assert ddp.check_for_nan_in_grad is True and ddp.fp8_param_gather is True
+    plugin = fdl.build(recipe.trainer.plugins)
+    assert plugin.dtype_config.fp8_param_gather is True
+    ours = update_config_with_dtype_overrides(plugin.dtype_config, fdl.build(ddp))
+    default = update_config_with_dtype_overrides(
+        plugin.dtype_config, DistributedDataParallelConfig(check_for_nan_in_grad=True)
+    )
+    assert ours == default
+    assert ours.reuse_grad_buf_for_mxfp8_param_ag is True
+
+    plain = build_recipe({**row, "overrides": {}})
+    assert plain.trainer.strategy.ddp == "megatron"  # untouched without an override under it
+
+
+def test_pytorch_ddp_string_is_not_materialized() -> None:
+    row = _row("lora-llama3_70b-b200-mxfp8-8gpu-tp1pp4vp20")
+    with pytest.raises(ConfigError, match=r"trainer\.strategy\.ddp is 'pytorch', not a config"):
+        build_recipe(
+            {**row, "overrides": {}},
+            RecipeInputs(
+                overrides={"trainer.strategy.ddp": "pytorch", "trainer.strategy.ddp.x": 1}
+            ),
+        )
+
+
+def test_a_callback_can_be_removed_by_setting_it_to_null() -> None:
+    remove = {"trainer.callbacks.MegatronCommOverlapCallback": None}
+    recipe = build_recipe(ROWS[0], RecipeInputs(overrides=remove))
+    assert "MegatronCommOverlapCallback" not in names(recipe.trainer.callbacks)
+    with pytest.raises(ConfigError, match="a callback can only be removed"):
+        build_recipe(
+            ROWS[0], RecipeInputs(overrides={"trainer.callbacks.MegatronCommOverlapCallback": 1})
+        )
+    with pytest.raises(ConfigError, match="the recipe has no NsysCallback to remove"):
+        build_recipe(ROWS[0], RecipeInputs(overrides={"trainer.callbacks.NsysCallback": None}))
