@@ -94,7 +94,7 @@ SEED_003 = {
         328,
         16789,
     ),
-    "pretrain-deepseek_v3-h100-bf16-1024gpu-tp1pp4vp4ep64fsdp-automodel": (
+    "pretrain-deepseek_v3-h100-bf16-1024gpu-tp1pp4vp8ep64fsdp-automodel": (
         8192,
         1,
         37.87,

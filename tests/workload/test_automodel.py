@@ -17,7 +17,7 @@ from perfgate.workload.automodel_bases import BASES
 from perfgate.workload.automodel_config import (
     AutomodelInputs,
     build_config,
-    layers_per_stage_for,
+    pipeline_split_for,
     set_dotted,
     to_yaml,
     virtual_stages_per_rank,
@@ -29,15 +29,6 @@ from perfgate.workload.validate import check_overrides
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 FAKE = HERE / "fake_automodel"
-# Rows whose vp their YAML cannot give (Automodel's calculate_virtual_stages): the catalog
-# says one thing, the YAML (layers_per_stage 2 on 61 layers) another. Reported to the lead.
-VP_MISMATCH = {
-    "pretrain-deepseek_v3-h100-bf16-256gpu-tp1pp4vp8ep64fsdp-automodel": (
-        8,
-        [1, 2, 3, 4, 5, 7, 15],
-    ),
-    "pretrain-kimi_k2-h100-bf16-256gpu-tp1pp8vp4ep32fsdp-automodel": (4, [1, 2, 3, 7]),
-}
 
 
 def automodel_rows() -> list[dict]:
@@ -50,7 +41,7 @@ def automodel_rows() -> list[dict]:
 
 
 ROWS = automodel_rows()
-GOOD = [r for r in ROWS if r["id"] not in VP_MISMATCH]
+GOOD = ROWS
 
 
 def test_the_catalog_has_automodel_rows_and_every_config_is_known() -> None:
@@ -96,24 +87,42 @@ def test_config_carries_the_row(row) -> None:
         assert d["dp_size"] * row.get("tp", 1) * row["pp"] == row["num_gpus"]
 
 
-@pytest.mark.parametrize("row_id", sorted(VP_MISMATCH))
-def test_rows_whose_vp_the_yaml_cannot_give_fail_before_submission(row_id) -> None:
+@pytest.mark.parametrize(
+    ("row_id", "lps", "rounding"),
+    [
+        ("pretrain-deepseek_v3-h100-bf16-256gpu-tp1pp4vp8ep64fsdp-automodel", 2, "up"),
+        ("pretrain-deepseek_v3-h100-bf16-1024gpu-tp1pp4vp8ep64fsdp-automodel", 2, "up"),
+        ("pretrain-kimi_k2-h100-bf16-256gpu-tp1pp8vp4ep32fsdp-automodel", 2, "up"),
+    ],
+)
+def test_published_vp_is_reproduced_under_todays_automodel(row_id, lps, rounding) -> None:
+    """Seed 003's VP 8 / 4 came from Automodel's Oct-2025 formula (ceil(61 / 2) + 1 = 32
+    stages, rounded down); 0.7's ceil(61 / 2) = 31 needs rounding up to give the same 32."""
     row = next(r for r in ROWS if r["id"] == row_id)
-    vp, possible = VP_MISMATCH[row_id]
+    pipe = build_config(row, AutomodelInputs())[0]["distributed"]["pipeline"]
+    assert (pipe["layers_per_stage"], pipe["round_virtual_stages_to_pp_multiple"]) == (
+        lps,
+        rounding,
+    )
+    assert virtual_stages_per_rank(61, lps, row["pp"], rounding) == row["vp"]
+
+
+def test_an_impossible_vp_fails_before_submission() -> None:
+    # 61 layers on PP 4 give at most 16 stages per rank (one layer each, rounded up).
+    row = {**next(r for r in ROWS if r["model"] == "deepseek_v3"), "vp": 20, "id": "x"}
     with pytest.raises(ConfigError) as e:
         check_overrides(row)
-    assert str(e.value) == (
-        f"row {row_id!r}: field 'vp' is {vp}: Automodel cannot split 61 layers into {vp} "
-        f"virtual stages per rank on PP {row['pp']} (round 'down'); possible: {possible}"
+    assert "field 'vp' is 20: Automodel cannot split 61 layers into 20 virtual stages" in str(
+        e.value
     )
 
 
 def test_layers_per_stage_keeps_the_yaml_value_when_it_gives_the_row_vp() -> None:
     # Llama 3 70B: 80 layers, PP 4, layers_per_stage 2 -> 40 stages -> 10 per rank.
-    assert layers_per_stage_for(80, 4, 10, "up", 2) == 2
+    assert pipeline_split_for(80, 4, 10, "up", 2) == (2, "up")
     assert virtual_stages_per_rank(80, 2, 4, "up") == 10
     # A row asking VP 5 gets 4 layers per stage (20 stages), the only fit.
-    assert layers_per_stage_for(80, 4, 5, "up", 2) == 4
+    assert pipeline_split_for(80, 4, 5, "up", 2) == (4, "up")
     # DeepSeek V3 1024-GPU YAML: 61 layers / 4 -> 16 stages -> 4 per rank, as its note says.
     assert virtual_stages_per_rank(61, 4, 4, "down") == 4
 

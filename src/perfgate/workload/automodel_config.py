@@ -85,27 +85,37 @@ def virtual_stages_per_rank(num_layers: int, layers_per_stage: int, pp: int, rou
     return stages // pp
 
 
-def layers_per_stage_for(
+def pipeline_split_for(
     num_layers: int, pp: int, vp: int, rounding: str, preferred: int | None
-) -> int:
-    """The layers_per_stage that gives vp stages per rank (the base's value when it does)."""
-    fits = [
-        lps
-        for lps in range(1, num_layers + 1)
-        if virtual_stages_per_rank(num_layers, lps, pp, rounding) == vp
-    ]
-    if preferred in fits:
-        return int(preferred)
-    if not fits:
-        near = sorted(
-            {virtual_stages_per_rank(num_layers, n, pp, rounding) for n in range(1, num_layers)}
-            - {0}
-        )
-        raise ConfigError(
-            f"field 'vp' is {vp}: Automodel cannot split {num_layers} layers into {vp} virtual "
-            f"stages per rank on PP {pp} (round {rounding!r}); possible: {near}"
-        )
-    return max(fits)
+) -> tuple[int, str]:
+    """(layers_per_stage, rounding) giving vp stages per rank: the base YAML's when they do.
+
+    Automodel's formula changed (Oct 2025: ceil(L / lps) + 1 stages; 0.7: ceil(L / lps)), so
+    the values a published row ran with may need the other rounding today to give its vp.
+    """
+    other = "up" if rounding == "down" else "down"
+    for how in (rounding, other):
+        fits = [
+            lps
+            for lps in range(1, num_layers + 1)
+            if virtual_stages_per_rank(num_layers, lps, pp, how) == vp
+        ]
+        if preferred in fits:
+            return int(preferred), how
+        if fits:
+            return max(fits), how
+    near = sorted(
+        {
+            virtual_stages_per_rank(num_layers, n, pp, how)
+            for n in range(1, num_layers)
+            for how in ("down", "up")
+        }
+        - {0}
+    )
+    raise ConfigError(
+        f"field 'vp' is {vp}: Automodel cannot split {num_layers} layers into {vp} virtual "
+        f"stages per rank on PP {pp}; possible: {near}"
+    )
 
 
 def _section(cfg: dict[str, Any], name: str) -> dict[str, Any]:
@@ -150,11 +160,15 @@ def apply_row(cfg: dict[str, Any], row: Mapping[str, Any], inputs: AutomodelInpu
     if pp > 1:
         pipe = dist.setdefault("pipeline", {})
         pipe["pp_microbatch_size"] = int(row["mbs"])
-        rounding = pipe.setdefault("round_virtual_stages_to_pp_multiple", "down")
         layers = models.get(str(row["model"])).num_layers
-        pipe["layers_per_stage"] = layers_per_stage_for(
-            layers, pp, int(vp or 2), rounding, pipe.get("layers_per_stage")
+        lps, rounding = pipeline_split_for(
+            layers,
+            pp,
+            int(vp or 2),
+            pipe.get("round_virtual_stages_to_pp_multiple") or "down",
+            pipe.get("layers_per_stage"),
         )
+        pipe.update(layers_per_stage=lps, round_virtual_stages_to_pp_multiple=rounding)
     data = _section(cfg, "dataset")
     data["seq_len"] = int(row["seq_len"])
     data["num_samples"] = max(int(data.get("num_samples") or 0), inputs.steps * int(row["gbs"]))
