@@ -6,6 +6,7 @@ that behave as the real ones do at this interface (help text, exit status, outpu
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import stat
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from perfgate.launch import images
 from perfgate.launch.collect import collect_job
 from perfgate.launch.job import Job
 from perfgate.launch.types import LaunchOptions
@@ -62,8 +64,11 @@ def test_each_registry_image_is_imported_once(command_row, tmp_path, fake_bin):
     assert mapping["nvcr.io/nvidia/nemo:25.07"] == str(images / "nvidia+nemo+25.07.sqsh")
     assert mapping["nvcr.io/nvidia/nemo:25.09"] == str(images / "nvidia+nemo+25.09.sqsh")
     calls = fake_bin.read_text().splitlines()
-    assert len(calls) == 2  # four launches (ABAB), two images, two imports
+    assert len(calls) == 2  # four launches (AB BA), two images, two imports
     assert calls[0].endswith("docker://nvcr.io#nvidia/nemo:25.07")
+    # Each imported file is hashed: the report tells the two images apart by content.
+    want = "sha256:" + hashlib.sha256(b"hsqs\n").hexdigest()
+    assert job.digests == {"nvcr.io/nvidia/nemo:25.07": want, "nvcr.io/nvidia/nemo:25.09": want}
     # A requeued attempt reuses what the first attempt imported.
     again = make_job(
         command_row, tmp_path, "nvcr.io/nvidia/nemo:25.07", "nvcr.io/nvidia/nemo:25.09"
@@ -97,3 +102,24 @@ def test_without_pyxis_an_image_is_refused_not_ignored(command_row, tmp_path, mo
     assert collect_job(tmp_path / "job", command_row.id, None, "FAILED").diagnosis.cause == (
         "CONTAINER"
     )
+
+
+def test_ab_job_hashes_both_squashfs_files_once(command_row, tmp_path, fake_bin, monkeypatch):
+    a, b = tmp_path / "a.sqsh", tmp_path / "b.sqsh"
+    a.write_bytes(b"hsqs-25.07" * 1000)
+    b.write_bytes(b"hsqs-25.09" * 1000)
+    job = make_job(command_row, tmp_path, str(a), str(b))
+    assert job.prepare_images() == {None: None, str(a): str(a), str(b): str(b)}
+    assert job.digests == {
+        str(a): "sha256:" + hashlib.sha256(a.read_bytes()).hexdigest(),
+        str(b): "sha256:" + hashlib.sha256(b.read_bytes()).hexdigest(),
+    }
+    # A requeued attempt finds the digests in the job folder instead of reading the files.
+    calls = []
+    monkeypatch.setattr(images, "file_sha256", lambda p: calls.append(p) or "sha256:x")
+    again = make_job(command_row, tmp_path, str(a), str(b))
+    again.prepare_images()
+    assert calls == [] and again.digests == job.digests
+    b.write_bytes(b"changed")  # ... unless the file changed since
+    make_job(command_row, tmp_path, str(a), str(b)).prepare_images()
+    assert calls == [str(b)]

@@ -1,11 +1,13 @@
 """The job function: runs once per allocation, on its first node, outside any container.
 
-It prepares images (a registry URI is imported once per allocation), then starts each
-workload launch in order (ABAB.. in A/B mode) with one srun over the whole allocation, or
+It prepares images (a registry URI is imported once per allocation; in A/B mode every image
+file is hashed so the report can tell the two apart), then starts each workload launch in
+order (counterbalanced AB BA AB.. in A/B mode) with one srun over the whole allocation, or
 with N local ranks for the local executor; waits; and collects what rank 0 recorded. In A/B
-mode a callback may ask for one more pair while time allows. On SIGTERM (time limit,
-scancel, preemption) it stops the launch, records how far it got and exits WITHOUT a result,
-so the session reads the folder with Slurm's final state instead of a half-truth.
+mode a callback may ask for one more pair, in the same alternating order, while time
+allows. On SIGTERM (time limit, scancel, preemption) it stops the launch, records how far it
+got and exits WITHOUT a result, so the session reads the folder with Slurm's final state
+instead of a half-truth.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from perfgate.launch import images
 from perfgate.launch.collect import JOB_LOG, MANIFEST, collect_job, write_json
 from perfgate.launch.planning import (
     JobContext,
+    ab_images,
     container_env_names,
     local_argv,
+    pair_launches,
     run_dir,
     srun_argv,
     workload_spec,
@@ -63,6 +67,7 @@ class Job:
             "notes": [],
         }
         self.proc: list[subprocess.Popen[bytes]] = []
+        self.digests: dict[str, str] = {}  # image -> "sha256:..." of its squashfs file
         self.save()
 
     # --- bookkeeping ---------------------------------------------------------------------
@@ -121,9 +126,28 @@ class Job:
                 if not Path(img).is_file():
                     raise RuntimeError(f"container image {img}: no such squashfs file on {_host()}")
                 out[img] = img
+                if ctx.ab:  # side by side in the report: tell the two files apart exactly
+                    self.hash_image(img, img)
                 continue
             out[img] = self.import_image(img)
+            self.hash_image(img, out[img])
         return out
+
+    def hash_image(self, image: str, path: str | None) -> None:
+        """Record the sha256 of the squashfs file an image runs from (before any launch)."""
+        if path is None:
+            return
+        folder = Path(self.ctx.job_dir) / "images"
+        folder.mkdir(parents=True, exist_ok=True)
+        t0 = time.monotonic()
+        try:
+            self.digests[image] = images.cached_sha256(path, folder / "digests.json")
+        except OSError as e:  # the digest is a record, never a reason to fail the job
+            self.manifest["notes"].append(f"could not hash {path}: {e}")
+            return
+        took = time.monotonic() - t0
+        if took >= 1:
+            self.manifest["notes"].append(f"hashed {path} in {took:.0f} s")
 
     def import_image(self, image: str) -> str:
         """enroot import of a registry image into the job folder (kept across requeues)."""
@@ -217,6 +241,7 @@ class Job:
             "index": index,
             "label": label,
             "image": image,
+            "image_digest": self.digests.get(image) if image else None,
             "run_dir": str(rdir),
             "exit_code": None,
             "started_at": _now(),
@@ -298,27 +323,36 @@ class Job:
                 p.wait()
 
     def want_more_pairs(self, durations: list[float]) -> bool:
+        """After the last planned pair: ask the callback, then check the time left."""
         ctx = self.ctx
         pairs = sum(1 for label, _ in self.launches if label == "candidate")
         if not (ctx.ab and ctx.more_pairs) or pairs >= ctx.max_pairs:
             return False
         runs = collect_job(ctx.job_dir, ctx.row_id, self.job_id, "RUNNING", ctx.steps).runs
         try:
-            wanted = bool(ctx.more_pairs(runs))
+            answer = ctx.more_pairs(runs)
         except Exception as e:  # a broken callback must not lose the pairs measured
             self.manifest["notes"].append(f"more_pairs callback failed: {e!r}; no pair added")
             return False
-        if not wanted:
+        if not answer:
             return False
+        why = answer if isinstance(answer, str) else "the comparison asked for more"
         need = 1.2 * (durations[-1] + durations[-2])
         if self.seconds_left() < need:
             self.manifest["notes"].append(
-                f"another pair was wanted but {self.seconds_left():.0f} s are left and a pair "
-                f"takes about {need / 1.2:.0f} s"
+                f"pair {pairs + 1} was wanted ({why}) but {self.seconds_left():.0f} s are left "
+                f"and a pair takes about {need / 1.2:.0f} s"
             )
             return False
-        self.manifest["notes"].append(f"pair {pairs + 1} added: the comparison asked for more")
+        self.manifest["notes"].append(f"pair {pairs + 1} added: {why}")
         return True
+
+    def add_pair(self) -> None:
+        """Append the next pair in the counterbalanced order (AB BA AB ..)."""
+        pairs = sum(1 for label, _ in self.launches if label == "candidate")
+        self.launches += list(pair_launches(pairs, *ab_images(tuple(self.launches))))
+        self.manifest["planned"] = len(self.launches)
+        self.save()
 
     def run(self) -> RunResult:
         old = self.install_signals()
@@ -353,9 +387,7 @@ class Job:
                     break
                 i += 1
                 if i == len(self.launches) and self.want_more_pairs(durations):
-                    self.launches += [self.launches[-2], self.launches[-1]]
-                    self.manifest["planned"] = len(self.launches)
-                    self.save()
+                    self.add_pair()
         except Stop as stop:
             self.stop_launch()
             self.manifest["interrupted"] = stop.args[0]
