@@ -46,10 +46,13 @@ class LiveRunner:
         resume: bool,
         announce: Callable[[str], None],
         poll_s: float = POLL_S,
+        more_pairs_for: Callable[[Row], Callable[..., bool | str]] | None = None,
     ) -> None:
         from perfgate.launch import LaunchSession  # lazy: submitit only on the live path
 
-        self._session = LaunchSession(options, results_dir, resume=resume)
+        self._session = LaunchSession(
+            options, results_dir, resume=resume, more_pairs_for=more_pairs_for
+        )
         self._announce = announce
         self._poll_s = poll_s
         self._submitted: set[str] = set()

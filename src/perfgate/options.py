@@ -21,6 +21,7 @@ from perfgate.secrets import is_secret
 from perfgate.workload.overrides import parse_overrides
 
 EXECUTORS = ("slurm", "local")
+RUNTIMES = ("pyxis", "none")
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,11 @@ class Settings:
     replay: Path | None = None
     env_file: str | None = None  # kept to rebuild the repro command
     cli_args: tuple[str, ...] = field(default_factory=tuple)  # the options that shape a run
+
+    @property
+    def ab(self) -> bool:
+        """True in the A/B gate mode (--candidate-image): rows are judged by paired runs."""
+        return self.launch.candidate_image is not None
 
     @property
     def mode(self) -> str:
@@ -81,6 +87,38 @@ def addoption(parser: pytest.Parser) -> None:
         metavar="IMG",
         default=None,
         help="NeMo container: a .sqsh file or a registry URI (pyxis); none = bare metal",
+    )
+    g.addoption(
+        "--candidate-image",
+        metavar="IMG",
+        default=None,
+        help="A/B gate: the new container, run alternately with --container-image (the "
+        "baseline) in one allocation per row, AB BA AB ..; the row's verdict is the paired "
+        "comparison",
+    )
+    g.addoption(
+        "--pairs",
+        metavar="N",
+        type=int,
+        default=None,
+        help=f"A/B: baseline/candidate pairs per row to start with (default {LaunchOptions.pairs})",
+    )
+    g.addoption(
+        "--max-pairs",
+        metavar="M",
+        type=int,
+        default=None,
+        help="A/B: while the verdict is INCONCLUSIVE the job adds a pair, up to M (default "
+        f"{LaunchOptions.max_pairs}: catches a 3%% slowdown at --tolerance 0.02 98%% of the "
+        "time on production-scale noise); the time limit covers 2M runs",
+    )
+    g.addoption(
+        "--container-runtime",
+        choices=RUNTIMES,
+        default="pyxis",
+        help="pyxis (default): srun --container-image; none: no container, image names only "
+        "label the runs and reach the workload as $PERFGATE_IMAGE (bare-metal A/B of two "
+        "software environments)",
     )
     g.addoption(
         "--container-mounts",
@@ -273,6 +311,35 @@ def strict_mode(config: pytest.Config) -> bool:
         return bool(config.getoption("strict", False))
 
 
+def _pair_counts(config: pytest.Config) -> tuple[int, int]:
+    """(--pairs, --max-pairs), checked; both only mean something with --candidate-image."""
+    opt = config.getoption
+    pairs, top = opt("pairs"), opt("max_pairs")
+    candidate = opt("candidate_image")
+    if not candidate:
+        for flag, value in (("--pairs", pairs), ("--max-pairs", top)):
+            if value is not None:
+                raise ConfigError(
+                    f"{flag} {value}: only A/B runs have pairs; give --candidate-image"
+                )
+        return LaunchOptions.pairs, LaunchOptions.max_pairs
+    if not opt("container_image"):
+        raise ConfigError(
+            f"--candidate-image {candidate}: give the baseline image as --container-image"
+        )
+    if opt("replay"):
+        raise ConfigError(
+            "--candidate-image runs both images; --replay judges logs already on disk: pick one"
+        )
+    pairs = LaunchOptions.pairs if pairs is None else pairs
+    if pairs < 1:
+        raise ConfigError(f"--pairs {pairs}: must be at least 1")
+    top = max(LaunchOptions.max_pairs, pairs) if top is None else top
+    if top < pairs:
+        raise ConfigError(f"--max-pairs {top}: must be at least --pairs ({pairs})")
+    return pairs, top
+
+
 def settings_from_config(config: pytest.Config) -> Settings:
     """Build and validate Settings (and LaunchOptions) from the parsed pytest options."""
     opt = config.getoption
@@ -296,6 +363,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
     cli_env = _pairs(opt("env"), "--env")
     _refuse_secrets(cli_env, "--env")
     env.update(cli_env)
+    pairs, max_pairs = _pair_counts(config)
     overrides = parse_overrides(opt("override"))
     mounts = tuple(m for arg in opt("container_mounts") for m in arg.split(",") if m)
     replay = opt("replay")
@@ -311,6 +379,10 @@ def settings_from_config(config: pytest.Config) -> Settings:
         qos=opt("qos"),
         time_limit_min=opt("time_limit"),
         container_image=opt("container_image"),
+        candidate_image=opt("candidate_image"),
+        pairs=pairs,
+        max_pairs=max_pairs,
+        container_runtime=opt("container_runtime"),
         container_mounts=mounts,
         env=env,
         slurm_params=_pairs(opt("slurm_param"), "--slurm-param"),
@@ -351,6 +423,10 @@ def run_args(config: pytest.Config) -> list[str]:
         ("qos", "--qos"),
         ("time_limit", "--time-limit"),
         ("container_image", "--container-image"),
+        ("candidate_image", "--candidate-image"),
+        ("pairs", "--pairs"),
+        ("max_pairs", "--max-pairs"),
+        ("container_runtime", "--container-runtime"),
         ("env_file", "--env-file"),
         ("steps", "--steps"),
         ("window", "--window"),
@@ -362,6 +438,7 @@ def run_args(config: pytest.Config) -> list[str]:
         value = opt(name)
         if value is None or (name, value) in (
             ("executor", "slurm"),
+            ("container_runtime", "pyxis"),
             ("steps", 50),
             ("window", "auto"),
         ):

@@ -122,6 +122,19 @@ def evaluate_ab(
     )
 
 
+def candidate_steady_steps(ev: Evaluation) -> list[float]:
+    """The steady step times of the candidate runs used, each run in its own window."""
+    if ev.comparison is None or ev.result is None or ev.ab is None:
+        return []
+    _, cand = abgate.split_pairs(ev.result.runs)
+    out: list[float] = []
+    for run, summary in zip(cand, ev.comparison.candidate, strict=False):
+        if summary.steady and run.series is not None:
+            a, b = summary.window_start, summary.window_end
+            out += [s.step_time_s for s in run.series.steps if a <= s.step <= b]
+    return out
+
+
 # --- the two sides -----------------------------------------------------------------------------
 
 
