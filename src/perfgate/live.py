@@ -73,6 +73,10 @@ class LiveRunner:
         if new:
             self._session.submit_all(new, test_ids=test_ids)
             self._submitted.update(r.id for r in new)
+            for r in new:
+                e = self._session.entries[r.id]
+                if e.resumed:
+                    self._announce(f"perfgate: {r.id}: re-attached to job {e.job_id} (--resume)")
 
     def _show(self) -> dict[str, JobStatus]:
         """Poll every job and print the ones whose state, reason, run or step changed."""
