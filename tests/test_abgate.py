@@ -140,7 +140,12 @@ def test_pass_after_an_added_pair_with_both_containers_side_by_side(real, row) -
         assert p["order"] == ("AB" if i % 2 == 0 else "BA")
         assert p["delta"] == pytest.approx(c / b - 1)
         assert p["baseline_step_time_s"] == pytest.approx(b)
-    assert [p["launches"] for p in ab["pairs"]] == [[1, 2], [4, 3], [5, 6], [8, 7]]
+    assert [(p["baseline_launch"], p["candidate_launch"]) for p in ab["pairs"]] == [
+        (1, 2),
+        (4, 3),
+        (5, 6),
+        (8, 7),
+    ]
     assert ev.comparison.pair_deltas == pytest.approx([p["delta"] for p in ab["pairs"]])
     # the sides: images, digests, versions; what changed
     sb, sc = ab["sides"]["baseline"], ab["sides"]["candidate"]

@@ -204,7 +204,8 @@ def pair_table(
             {
                 "pair": i + 1,
                 "order": "AB" if runs[first] is b else "BA",
-                "launches": [runs.index(b) + 1, runs.index(c) + 1],
+                "baseline_launch": runs.index(b) + 1,
+                "candidate_launch": runs.index(c) + 1,
                 "baseline_step_time_s": sb.median_s if sb.steady else None,
                 "candidate_step_time_s": sc.median_s if sc.steady else None,
                 "delta": sc.median_s / sb.median_s - 1 if used else None,

@@ -99,6 +99,12 @@ def _pooled(side: dict[str, Any]) -> str:
     return text
 
 
+def _launches(pair: dict[str, Any]) -> str:
+    """The pair's two launches in time order, e.g. 3-4."""
+    got = sorted(x for x in (pair.get("baseline_launch"), pair.get("candidate_launch")) if x)
+    return "-".join(map(str, got))
+
+
 def _pairs_table(ab: dict[str, Any]) -> str:
     head = "".join(
         f"<th>{escape(h)}</th>"
@@ -110,7 +116,7 @@ def _pairs_table(ab: dict[str, Any]) -> str:
         cells = (
             str(p.get("pair")),
             str(p.get("order")),
-            " and ".join(map(str, p.get("launches") or [])),
+            _launches(p),
             _s(p.get("baseline_step_time_s")),
             _s(p.get("candidate_step_time_s")),
             _pct(p.get("delta")),
