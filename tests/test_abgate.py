@@ -199,6 +199,18 @@ def test_inconclusive_at_max_pairs_says_so(real, row) -> None:
     )
     assert ev.verdict == "INCONCLUSIVE"
     assert "3 pairs of at most 3" in ev.message
+    # the job wanted a fourth pair but the allocation's time was up: the message says so
+    note = "pair 4 was wanted (3 pair(s) INCONCLUSIVE) but 30 s are left and a pair takes 90 s"
+    ev = evaluate_ab(
+        row,
+        result(ab_runs(real, 0.0, 3), notes=(note,)),
+        source="live",
+        first_pairs=3,
+        max_pairs=8,
+        tolerance=0.02,
+    )
+    assert ev.verdict == "INCONCLUSIVE" and ev.ab["no_time_for_more"] == note
+    assert f"3 pairs of at most 8; {note}: raise --time-limit" in ev.message
 
 
 def test_no_stored_baseline_no_drift(real, row) -> None:

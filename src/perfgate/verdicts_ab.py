@@ -72,6 +72,8 @@ def evaluate_ab(
         "sides": sides(runs),
         "changed": changed_versions(runs),
         "pairs": [],
+        # the job wanted another pair but the allocation had no time left for it
+        "no_time_for_more": next((n for n in result.notes if " was wanted " in n), None),
     }
     if not result.ok:
         d = result.diagnosis
@@ -302,6 +304,8 @@ def ab_line(row: Row, comp: stats.Comparison, ab: dict[str, Any]) -> str:
         pairs += f" ({n - ab['first_pairs']} added, at most {top})"
     elif comp.verdict == "INCONCLUSIVE":
         pairs += f" of at most {top}"
+    if comp.verdict == "INCONCLUSIVE" and ab.get("no_time_for_more"):
+        pairs += f"; {ab['no_time_for_more']}: raise --time-limit"
     extra = ""
     if comp.verdict == IMPROVEMENT:
         extra = "; the candidate is faster: --update-baselines stores its runs as the baseline"
