@@ -41,7 +41,8 @@ def addoption(parser: pytest.Parser) -> None:
         metavar="MIN",
         type=int,
         default=None,
-        help="job time limit in minutes for every row (default: the row's, else launch's)",
+        help="time limit in minutes of one run, every row (default: the row's, else 30); "
+        "an A/B job gets 2 x --max-pairs times this",
     )
     g.addoption(
         "--container-image",
