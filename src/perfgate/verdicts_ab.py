@@ -160,9 +160,16 @@ def sides(runs: Sequence[RunRecord]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for side in (abgate.BASELINE, abgate.CANDIDATE):
         mine = [r for r in runs if r.label == side]
+        digest = _distinct([r.image_digest for r in mine])
+        why = None
+        if digest is None and any(r.image_stamp for r in mine):
+            why = "the file changed, or could not be read, before the session hashed it"
+        elif digest is None and mine:
+            why = "no squashfs file (container runtime none)"
         out[side] = {
             "image": _distinct([r.image for r in mine]),
-            "digest": _distinct([r.image_digest for r in mine]),
+            "digest": digest,
+            "digest_note": why,
             "versions": side_versions(mine),
             "launches": [i + 1 for i, r in enumerate(runs) if r.label == side],
         }

@@ -16,8 +16,9 @@ import pytest
 
 from perfgate.launch import images
 from perfgate.launch.collect import collect_job
+from perfgate.launch.digests import ImageDigests
 from perfgate.launch.job import Job
-from perfgate.launch.types import LaunchOptions
+from perfgate.launch.types import LaunchOptions, RunRecord, RunResult
 
 
 def script(path: Path, body: str) -> None:
@@ -104,22 +105,36 @@ def test_without_pyxis_an_image_is_refused_not_ignored(command_row, tmp_path, mo
     )
 
 
-def test_ab_job_hashes_both_squashfs_files_once(command_row, tmp_path, fake_bin, monkeypatch):
+def test_user_squashfs_files_are_stamped_not_hashed_in_the_job(command_row, tmp_path, fake_bin):
     a, b = tmp_path / "a.sqsh", tmp_path / "b.sqsh"
     a.write_bytes(b"hsqs-25.07" * 1000)
-    b.write_bytes(b"hsqs-25.09" * 1000)
+    b.write_bytes(b"hsqs-25.09")
     job = make_job(command_row, tmp_path, str(a), str(b))
     assert job.prepare_images() == {None: None, str(a): str(a), str(b): str(b)}
-    assert job.digests == {
-        str(a): "sha256:" + hashlib.sha256(a.read_bytes()).hexdigest(),
-        str(b): "sha256:" + hashlib.sha256(b.read_bytes()).hexdigest(),
+    assert job.digests == {}  # hashing 30 GB would idle the allocation: the session does it
+    assert job.stamps == {
+        str(a): [10_000, a.stat().st_mtime_ns],
+        str(b): [10, b.stat().st_mtime_ns],
     }
-    # A requeued attempt finds the digests in the job folder instead of reading the files.
-    calls = []
-    monkeypatch.setattr(images, "file_sha256", lambda p: calls.append(p) or "sha256:x")
-    again = make_job(command_row, tmp_path, str(a), str(b))
-    again.prepare_images()
-    assert calls == [] and again.digests == job.digests
-    b.write_bytes(b"changed")  # ... unless the file changed since
-    make_job(command_row, tmp_path, str(a), str(b)).prepare_images()
-    assert calls == [str(b)]
+
+
+def test_session_digests_match_runs_by_size_and_mtime(tmp_path):
+    a, b = tmp_path / "a.sqsh", tmp_path / "b.sqsh"
+    a.write_bytes(b"hsqs-25.07")
+    b.write_bytes(b"hsqs-25.09")
+    seen_a, seen_b = tuple(images.file_stamp(a)), tuple(images.file_stamp(b))
+    digests = ImageDigests()
+    digests.start([str(a), str(b), "nvcr.io/nvidia/nemo:25.09", None])
+    runs = (
+        RunRecord(image=str(a), label="baseline", series=None, image_stamp=seen_a),
+        RunRecord(image=str(b), label="candidate", series=None, image_stamp=seen_b),
+        RunRecord(image="nemo:x", label="candidate", series=None),  # no file: no digest
+    )
+    filled = digests.fill(RunResult("r", "1", "COMPLETED", runs=runs))
+    want = {p: "sha256:" + hashlib.sha256(p.read_bytes()).hexdigest() for p in (a, b)}
+    assert [r.image_digest for r in filled.runs] == [want[a], want[b], None]
+    # a file replaced since the run saw it is not vouched for
+    stale = RunRecord(image=str(a), label="baseline", series=None, image_stamp=(1, 2))
+    assert (
+        digests.fill(RunResult("r", "1", "COMPLETED", runs=(stale,))).runs[0].image_digest is None
+    )

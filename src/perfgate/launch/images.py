@@ -8,8 +8,10 @@ cannot see a tag that moved between them.
 
 What identifies an image honestly: enroot's import does not report the registry's manifest
 digest, and pyxis passes none to the job. So perfgate records the sha256 of the squashfs
-file each run actually started (imported or given), computed on the first node of the
-allocation: it tells two files apart exactly, but it is not the digest a registry shows.
+file each run actually started: a file the job imported is hashed by the job; a file the
+user gave is hashed once per session on the login node (perfgate.launch.digests), matched
+to each run by the size and mtime the job saw. It tells two files apart exactly, but it is
+not the digest a registry shows.
 """
 
 from __future__ import annotations
@@ -92,11 +94,16 @@ def file_sha256(path: str | os.PathLike[str], chunk: int = 8 << 20) -> str:
     return "sha256:" + h.hexdigest()
 
 
+def file_stamp(path: str | os.PathLike[str]) -> list[int]:
+    """[size, mtime_ns] of a file: what a run saw, to match a digest computed elsewhere."""
+    st = os.stat(path)
+    return [st.st_size, st.st_mtime_ns]
+
+
 def cached_sha256(path: str | os.PathLike[str], cache: str | os.PathLike[str]) -> str:
     """file_sha256, remembered in a JSON file by path, size and mtime (requeues reuse it)."""
-    st = os.stat(path)
     key = str(Path(path).resolve())
-    stamp = [st.st_size, st.st_mtime_ns]
+    stamp = file_stamp(path)
     try:
         known = json.loads(Path(cache).read_text())
     except (OSError, ValueError):

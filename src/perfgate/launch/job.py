@@ -1,7 +1,8 @@
 """The job function: runs once per allocation, on its first node, outside any container.
 
-It prepares images (a registry URI is imported once per allocation; in A/B mode every image
-file is hashed so the report can tell the two apart), then starts each workload launch in
+It prepares images (a registry URI is imported once per allocation, and the file it made is
+hashed; a squashfs file given by the user is only stat'ed here: the session hashes it on the
+login node, in no allocation's time), then starts each workload launch in
 order (counterbalanced AB BA AB.. in A/B mode) with one srun over the whole allocation, or
 with N local ranks for the local executor; waits; and collects what rank 0 recorded. In A/B
 mode a callback may ask for one more pair, in the same alternating order, while time
@@ -67,7 +68,8 @@ class Job:
             "notes": [],
         }
         self.proc: list[subprocess.Popen[bytes]] = []
-        self.digests: dict[str, str] = {}  # image -> "sha256:..." of its squashfs file
+        self.digests: dict[str, str] = {}  # imported image -> "sha256:..." of its squashfs file
+        self.stamps: dict[str, list[int]] = {}  # user's squashfs -> [size, mtime_ns] when run
         self.save()
 
     # --- bookkeeping ---------------------------------------------------------------------
@@ -126,8 +128,7 @@ class Job:
                 if not Path(img).is_file():
                     raise RuntimeError(f"container image {img}: no such squashfs file on {_host()}")
                 out[img] = img
-                if ctx.ab:  # side by side in the report: tell the two files apart exactly
-                    self.hash_image(img, img)
+                self.stamps[img] = images.file_stamp(img)
                 continue
             out[img] = self.import_image(img)
             self.hash_image(img, out[img])
@@ -242,6 +243,7 @@ class Job:
             "label": label,
             "image": image,
             "image_digest": self.digests.get(image) if image else None,
+            "image_stamp": self.stamps.get(image) if image else None,
             "run_dir": str(rdir),
             "exit_code": None,
             "started_at": _now(),

@@ -121,10 +121,11 @@ class RunRecord:
     exit_code: int | None = None
     log_path: str | None = None
     mock_data: bool = True
-    # "sha256:<hex>" of the squashfs file the run started (computed in the job), None where
-    # no file was used (container runtime "none") or it was not hashed. Not a registry digest:
-    # enroot's import does not report one.
+    # "sha256:<hex>" of the squashfs file the run started, None where no file was used
+    # (container runtime "none") or it is not hashed (yet). Not a registry digest: enroot's
+    # import does not report one. See perfgate.launch.images.
     image_digest: str | None = None
+    image_stamp: tuple[int, int] | None = None  # (size, mtime_ns) of the user's squashfs file
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ def _digest(side: dict[str, Any]) -> str:
     d = side.get("digest")
     if d:
         return f"{d} (sha256 of the squashfs file)"
-    return "not known (no squashfs file: container runtime none)"
+    return f"not known: {side.get('digest_note') or 'not recorded'}"
 
 
 def _sides_table(ab: dict[str, Any]) -> str:
