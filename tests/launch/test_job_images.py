@@ -69,7 +69,8 @@ def test_each_registry_image_is_imported_once(command_row, tmp_path, fake_bin):
     assert calls[0].endswith("docker://nvcr.io#nvidia/nemo:25.07")
     # Each imported file is hashed: the report tells the two images apart by content.
     want = "sha256:" + hashlib.sha256(b"hsqs\n").hexdigest()
-    assert job.digests == {"nvcr.io/nvidia/nemo:25.07": want, "nvcr.io/nvidia/nemo:25.09": want}
+    old, new = "nvcr.io/nvidia/nemo:25.07", "nvcr.io/nvidia/nemo:25.09"
+    assert job.images.digests == {old: want, new: want}
     # A requeued attempt reuses what the first attempt imported.
     again = make_job(
         command_row, tmp_path, "nvcr.io/nvidia/nemo:25.07", "nvcr.io/nvidia/nemo:25.09"
@@ -111,8 +112,8 @@ def test_user_squashfs_files_are_stamped_not_hashed_in_the_job(command_row, tmp_
     b.write_bytes(b"hsqs-25.09")
     job = make_job(command_row, tmp_path, str(a), str(b))
     assert job.prepare_images() == {None: None, str(a): str(a), str(b): str(b)}
-    assert job.digests == {}  # hashing 30 GB would idle the allocation: the session does it
-    assert job.stamps == {
+    assert job.images.digests == {}  # hashing 30 GB would idle the allocation: the session does it
+    assert job.images.stamps == {
         str(a): [10_000, a.stat().st_mtime_ns],
         str(b): [10, b.stat().st_mtime_ns],
     }

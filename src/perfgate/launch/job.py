@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from perfgate.launch import images
 from perfgate.launch.collect import JOB_LOG, MANIFEST, collect_job, write_json
+from perfgate.launch.jobimages import JobImages
 from perfgate.launch.planning import (
     JobContext,
     ab_images,
@@ -68,8 +68,7 @@ class Job:
             "notes": [],
         }
         self.proc: list[subprocess.Popen[bytes]] = []
-        self.digests: dict[str, str] = {}  # imported image -> "sha256:..." of its squashfs file
-        self.stamps: dict[str, list[int]] = {}  # user's squashfs -> [size, mtime_ns] when run
+        self.images = JobImages(ctx.job_dir, self.log, self.manifest["notes"])
         self.save()
 
     # --- bookkeeping ---------------------------------------------------------------------
@@ -112,73 +111,10 @@ class Job:
 
     def prepare_images(self) -> dict[str | None, str | None]:
         """What each launch image becomes on the srun line (imported once per allocation)."""
-        ctx = self.ctx
         wanted = {img for _, img in self.launches}
-        if ctx.container_runtime != "pyxis" or wanted == {None}:
+        if self.ctx.container_runtime != "pyxis" or wanted == {None}:
             return {img: None for img in wanted}
-        helptext = _run(["srun", "--help"]) or ""
-        if "--container-image" not in helptext:
-            raise RuntimeError(
-                "pyxis is not available: srun has no --container-image on this cluster "
-                f"(images: {', '.join(sorted(i for i in wanted if i))})"
-            )
-        out: dict[str | None, str | None] = {None: None}
-        for img in sorted(i for i in wanted if i):
-            if images.is_squashfs(img):
-                if not Path(img).is_file():
-                    raise RuntimeError(f"container image {img}: no such squashfs file on {_host()}")
-                out[img] = img
-                self.stamps[img] = images.file_stamp(img)
-                continue
-            out[img] = self.import_image(img)
-            self.hash_image(img, out[img])
-        return out
-
-    def hash_image(self, image: str, path: str | None) -> None:
-        """Record the sha256 of the squashfs file an image runs from (before any launch)."""
-        if path is None:
-            return
-        folder = Path(self.ctx.job_dir) / "images"
-        folder.mkdir(parents=True, exist_ok=True)
-        t0 = time.monotonic()
-        try:
-            self.digests[image] = images.cached_sha256(path, folder / "digests.json")
-        except OSError as e:  # the digest is a record, never a reason to fail the job
-            self.manifest["notes"].append(f"could not hash {path}: {e}")
-            return
-        took = time.monotonic() - t0
-        if took >= 1:
-            self.manifest["notes"].append(f"hashed {path} in {took:.0f} s")
-
-    def import_image(self, image: str) -> str:
-        """enroot import of a registry image into the job folder (kept across requeues)."""
-        folder = Path(self.ctx.job_dir) / "images"
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / images.sqsh_name(image)
-        if target.is_file():
-            self.log(f"reusing imported image {target}")
-            return str(target)
-        tmp = target.with_suffix(".partial.sqsh")
-        tmp.unlink(missing_ok=True)
-        log = folder / (target.stem + ".import.log")
-        cmd = images.import_command(image, tmp)
-        self.log("importing " + " ".join(cmd))
-        t0 = time.monotonic()
-        with open(log, "wb") as f:
-            try:
-                rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
-            except FileNotFoundError:
-                rc = 127
-                f.write(b"enroot: command not found\n")
-        if rc != 0:
-            text = log.read_text(errors="replace").strip().splitlines()
-            errors = [line for line in text if "[ERROR]" in line] or text[-1:] or ["no output"]
-            raise RuntimeError(f"enroot import of {image} failed (exit {rc}): {errors[-1]}")
-        os.replace(tmp, target)
-        self.manifest["notes"].append(
-            f"imported {image} once for this allocation in {time.monotonic() - t0:.0f} s"
-        )
-        return str(target)
+        return self.images.prepare(wanted, _run(["srun", "--help"]) or "")
 
     # --- launches -------------------------------------------------------------------------------
 
@@ -242,8 +178,8 @@ class Job:
             "index": index,
             "label": label,
             "image": image,
-            "image_digest": self.digests.get(image) if image else None,
-            "image_stamp": self.stamps.get(image) if image else None,
+            "image_digest": self.images.digests.get(image) if image else None,
+            "image_stamp": self.images.stamps.get(image) if image else None,
             "run_dir": str(rdir),
             "exit_code": None,
             "started_at": _now(),
@@ -422,10 +358,6 @@ def run_job(ctx: JobContext) -> RunResult:
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _host() -> str:
-    return socket.gethostname()
 
 
 def _free_port() -> int:
