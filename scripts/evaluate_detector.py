@@ -7,10 +7,12 @@ Modes, each judged by perfgate.stats exactly as the gate judges a row:
   stored-1   one run vs a baseline stored from one earlier run (compare_to_baseline)
   stored-3   one run vs a baseline stored from 3 earlier runs (mean and spread)
   runs-3v3   3 baseline runs vs 3 candidate runs, separate jobs (compare_runs)
-  ab-N       N A/B pairs on the same nodes (compare_runs(paired=True)), N = 3, 5, 8
-  ab-3..M    A/B from 3 pairs, adding a pair while INCONCLUSIVE up to M = 5 or 8
-             (needs_more_pairs), per-look alpha from sequential_alpha; ab-3..5-naive uses
-             the full alpha at every look (to measure the inflation the looks cause)
+  ab-N       N A/B pairs on the same nodes, N = 3, 5, 8 (perfgate.abgate.judge: the
+             paired comparison of the gate with --pairs N --max-pairs N)
+  ab-3..M    the gate's adaptive loop (perfgate.abgate, the job's PairsRule): 3 pairs,
+             one more while INCONCLUSIVE up to M = 5 or 8 (ab-3..8 is the gate's default,
+             --pairs 3 --max-pairs 8), per-look alpha from sequential_alpha;
+             ab-3..5-naive uses the full alpha at every look (the inflation looks cause)
   llmb       llmb's rule: mean of iterations 35-44 of one run vs a stored number from one
              run, REGRESSION when more than the tolerance slower (llmb uses 5%)
 
@@ -25,9 +27,11 @@ Modelling assumptions (also printed with the results):
      twice in one job (tests/functional_tests/shell_test_utils/run_ci_test.sh runs
      _run_training.sh a second time for TEST_TYPE ckpt-resume): same code, same allocation,
      two launches. Their log ratios (resume_pairs_run1_vs_run2.csv, reshard tests left out:
-     the second run may use another layout) are resampled with a random sign (the order
-     effect, run 2 ~0.5% slower, is what a counterbalanced ABBA order cancels).
-     --abab keeps the measured sign instead (candidate always second, order effect in).
+     the second run may use another layout) are resampled with their measured sign and
+     applied in the gate's launch order (--order alternating, the default: pairs AB BA AB ..,
+     so the candidate is second in pairs 1, 3, 5 and first in 2, 4, 6 and the order effect,
+     run 2 ~0.4% slower, flips sign from pair to pair). --order abab keeps the candidate
+     always second (order effect in every pair); --order random draws each pair's order.
   3. An A/B gate is one allocation on one day: all its pairs come from one CI batch (one
      commit on one platform, i.e. one day's machines), so a noisy day stays noisy for every
      pair. Runs in separate jobs (stored baselines, K runs) draw their batches independently
@@ -71,14 +75,14 @@ from detector_data import (
 )
 
 import perfgate.stats as pstats
+from perfgate.abgate import judge, wants_another_pair
 from perfgate.catalog import Baseline, Provenance
+from perfgate.launch.types import LaunchOptions
 from perfgate.stats import (
     ALPHA,
     RunSummary,
     compare_runs,
     compare_to_baseline,
-    needs_more_pairs,
-    sequential_alpha,
     summarize_run,
 )
 
@@ -90,8 +94,10 @@ BLOCK = 5
 LLMB_WINDOW = (35, 44)
 LLMB_TOLERANCE = 0.05
 FIXED_PAIRS = (3, 5, 8)
+FIRST_PAIRS, MAX_PAIRS = LaunchOptions.pairs, LaunchOptions.max_pairs  # the gate's defaults
 # (mode, most pairs, per-look alpha from sequential_alpha?) of the adaptive A/B loop
 ADAPTIVE = (("ab-3..5", 5, True), ("ab-3..8", 8, True), ("ab-3..5-naive", 5, False))
+ORDERS = ("alternating", "abab", "random")
 CHUNKS = 8  # draws are split into this many independently seeded chunks (any --jobs)
 SEEDS = {"calibration": 20240611, "evaluation": 7}
 
@@ -129,16 +135,24 @@ class Noise:
     pair_batches: list[np.ndarray]  # for pairs in one allocation
     run_batches: list[np.ndarray]  # for runs in separate jobs
     alloc_cv: float
-    counterbalanced: bool = True  # False: the candidate always runs second (ABAB)
+    order: str = "alternating"  # the gate's AB BA AB ..; "abab"; "random"
 
     def gate_batch(self, rng: np.random.Generator) -> np.ndarray:
         sizes = np.array([len(b) for b in self.pair_batches], dtype=float)
         return self.pair_batches[rng.choice(len(sizes), p=sizes / sizes.sum())]
 
     def pair_effects(self, batch: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-        signs = rng.choice([-1.0, 1.0], size=n)
-        # Not counterbalanced: keep run 2 / run 1 as measured, order effect included.
-        return rng.choice(batch, size=n) * (signs if self.counterbalanced else 1.0)
+        """log(candidate / baseline) launch effects of pairs 1..n in the chosen launch order.
+
+        A measured ratio is log(run 2 / run 1): it is +r when the candidate runs second
+        (AB) and -r when it runs first (BA).
+        """
+        r = rng.choice(batch, size=n)
+        if self.order == "abab":
+            return r
+        if self.order == "random":
+            return r * rng.choice([-1.0, 1.0], size=n)
+        return r * np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
 
     def run_effects(self, n: int, rng: np.random.Generator) -> np.ndarray:
         pool = np.concatenate(self.run_batches)
@@ -206,13 +220,16 @@ def one_gate(
                 out["stored-3", tol, s] = "INCONCLUSIVE"
             out["runs-3v3", tol, s] = compare_runs(base, cand, tol).verdict
             for k in FIXED_PAIRS:
-                out[f"ab-{k}", tol, s] = compare_runs(a_runs[:k], bs[:k], tol, paired=True).verdict
+                c = judge(a_runs[:k], bs[:k], tol, first_pairs=k, max_pairs=k)
+                out[f"ab-{k}", tol, s] = c.verdict
             for name, top, seq in ADAPTIVE:
-                n = 3
+                n = FIRST_PAIRS
                 while True:
-                    alpha = sequential_alpha(ALPHA, 3, top) if seq else ALPHA
-                    c = compare_runs(a_runs[:n], bs[:n], tol, paired=True, alpha=alpha)
-                    if not needs_more_pairs(c, top):
+                    if seq:  # exactly the gate: perfgate.abgate's rule
+                        c = judge(a_runs[:n], bs[:n], tol, first_pairs=FIRST_PAIRS, max_pairs=top)
+                    else:
+                        c = compare_runs(a_runs[:n], bs[:n], tol, paired=True, alpha=ALPHA)
+                    if not wants_another_pair(c, top):
                         break
                     n += 1
                 out[name, tol, s] = c.verdict
@@ -237,20 +254,20 @@ MODES = (
 
 
 def build(
-    ref: Path, scenario: str, split: str, alloc_cv: float, counterbalanced: bool = True
+    ref: Path, scenario: str, split: str, alloc_cv: float, order: str = "alternating"
 ) -> tuple[list[Template], Noise, dict]:
     """Templates and noise for a scenario and data split, plus what was measured/excluded."""
     info: dict = {"scenario": scenario, "split": split}
     if scenario == "production":
         tmpl = load_production_templates(ref)
         every, clean = load_day_to_day(ref)
-        noise = Noise([np.array(clean)], [np.array(every)], alloc_cv, counterbalanced)
+        noise = Noise([np.array(clean)], [np.array(every)], alloc_cv, order)
         info["noise"] = {"pair_ratios": len(clean), "run_ratios": len(every)}
     else:
         batches = load_resume_pairs(ref, split)
         tmpl = split_templates(load_ci_templates(ref), split)
         arrays = [np.array(v) for v in batches.values()]
-        noise = Noise(arrays, arrays, alloc_cv, counterbalanced)
+        noise = Noise(arrays, arrays, alloc_cv, order)
         info["noise"] = {"batches": len(arrays), "pairs": int(sum(len(a) for a in arrays))}
     templates, unsteady = [], 0
     for name, x in tmpl.items():
@@ -293,7 +310,7 @@ def run(
     tolerances: Sequence[float] = TOLERANCES,
     slowdowns: Sequence[float] = SLOWDOWNS,
     jobs: int = 1,
-    counterbalanced: bool = True,
+    order: str = "alternating",
 ) -> dict:
     """Simulate `draws` gates (each on a random template) and tabulate verdict rates.
 
@@ -301,7 +318,7 @@ def run(
     not on the number of worker processes.
     """
     global _CONTEXT
-    templates, noise, info = build(ref, scenario, split, alloc_cv, counterbalanced)
+    templates, noise, info = build(ref, scenario, split, alloc_cv, order)
     _CONTEXT = (templates, noise, tuple(tolerances), tuple(slowdowns))
     seeds = np.random.SeedSequence(SEEDS[split] if seed is None else seed).spawn(CHUNKS)
     sizes = [draws // CHUNKS + (i < draws % CHUNKS) for i in range(CHUNKS)]
@@ -361,12 +378,37 @@ def markdown_table(res: dict) -> str:
 
 ASSUMPTIONS = [
     "within-run: real warm-up kept, steady part block-bootstrapped (blocks of 5 steps)",
-    "launch noise: real A/A pairs (2 launches, 1 job), random sign (counterbalanced order)",
+    "launch noise: real A/A pairs (2 launches, 1 job) in the gate's order AB BA AB .. "
+    "(--order alternating) unless --order says otherwise",
     "an A/B gate draws all its pairs from one CI batch (one day); separate jobs draw freely",
     "no separate allocation effect unless --alloc-cv (A/B pairs would cancel it)",
     "a slowdown multiplies every step of every candidate run",
     "constants were chosen on --split calibration; other batches, templates and seed",
 ]
+
+
+README_MODES = (
+    (f"ab-{FIRST_PAIRS}..{MAX_PAIRS}", "A/B, adaptive (the gate's defaults)"),
+    (f"ab-{FIRST_PAIRS}", f"A/B, {FIRST_PAIRS} fixed pairs"),
+    ("stored-1", "one run vs stored baseline"),
+    ("llmb", "llmb rule (mean of it. 35-44 within 5%)"),
+)
+
+
+def readme_table(res: dict) -> str:
+    """The figures the README quotes: false alarms at 0%, detection of 2%, 3% and 5%."""
+    head = "| mode | tolerance | false alarms (0%) | detect 2% | detect 3% | detect 5% | pairs |"
+    lines = [head, "|---|---|---|---|---|---|---|"]
+    for mode, title in README_MODES:
+        for tol in [LLMB_TOLERANCE] if mode == "llmb" else res["tolerances"]:
+            cells = [title, f"{tol:.0%}", f"{_rate(res, mode, tol, 0.0, 'REGRESSION'):.1%}"]
+            cells += [f"{_rate(res, mode, tol, s, 'REGRESSION'):.0%}" for s in (0.02, 0.03, 0.05)]
+            used = [res["mean_pairs_adaptive"].get(f"{mode}|{tol}|{s}") for s in (0.0, 0.03)]
+            pairs = "-" if mode == "llmb" or mode.startswith("stored") else str(FIRST_PAIRS)
+            if used[0] is not None:
+                pairs = f"{used[0]:.1f} / {used[1]:.1f}"
+            lines.append("| " + " | ".join([*cells, pairs]) + " |")
+    return "\n".join(lines)
 
 
 def report(res: dict, noise: dict | None) -> str:
@@ -383,6 +425,9 @@ def report(res: dict, noise: dict | None) -> str:
     )
     out += ["", "assumptions:"] + [f"- {a}" for a in ASSUMPTIONS] + [""]
     out.append(markdown_table(res))
+    if all(s in res["slowdowns"] for s in (0.0, 0.02, 0.03, 0.05)):
+        out += ["", "for the README (pairs: mean used at 0% / at 3% slowdown):", ""]
+        out.append(readme_table(res))
     out += ["", "mean pairs used by the adaptive modes (tolerance, slowdown: pairs):"]
     for mode, _, _ in ADAPTIVE:
         used = [
@@ -409,10 +454,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--alloc-cv", type=float, default=0.0, help="extra per-job sigma")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument(
-        "--abab",
-        action="store_true",
-        help="candidate always second in its pair: keep the A/A order effect",
+        "--order",
+        choices=ORDERS,
+        default="alternating",
+        help="launch order of the pairs: alternating (the gate: AB BA AB ..), abab (candidate "
+        "always second: the order effect in every pair), random (each pair's order drawn)",
     )
+    p.add_argument("--abab", action="store_true", help=argparse.SUPPRESS)  # = --order abab
     p.add_argument(
         "--jobs",
         type=int,
@@ -450,10 +498,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.alloc_cv,
         tols,
         jobs=args.jobs,
-        counterbalanced=not args.abab,
+        order="abab" if args.abab else args.order,
     )
     res["alloc_cv"] = args.alloc_cv
-    res["counterbalanced"] = not args.abab
+    res["order"] = "abab" if args.abab else args.order
     res["constants"] = {
         k: getattr(pstats, k)
         for k in ("ALPHA", "PRIOR_DF", "DEFAULT_PAIR_CV", "DEFAULT_RUN_TO_RUN_CV")

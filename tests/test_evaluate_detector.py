@@ -120,3 +120,20 @@ def test_quick_replay_is_deterministic_and_sane(ed: ModuleType, reference: Path,
     again = ed.run(reference, "ci", "evaluation", 6, 1, 0.0, (0.03,), (0.0, 0.05))
     assert small["rates"] == again["rates"]
     assert not math.isnan(res["seconds"])
+
+
+def test_pairs_follow_the_gates_launch_order(ed: ModuleType) -> None:
+    """Pair effects are log(candidate / baseline) for AB BA AB ..: run 2 / run 1, sign flipped
+    in the BA pairs, so a measured order effect (run 2 slower) alternates and cancels."""
+    batch = np.full(4, 0.004)  # every A/A pair: run 2 0.4% slower
+    rng = np.random.default_rng(0)
+    alt = ed.Noise([batch], [batch], 0.0, "alternating").pair_effects(batch, 6, rng)
+    assert alt.tolist() == [0.004, -0.004] * 3
+    abab = ed.Noise([batch], [batch], 0.0, "abab").pair_effects(batch, 6, rng)
+    assert abab.tolist() == [0.004] * 6  # candidate always second: a bias of +0.4%
+    # the evaluator's adaptive mode is the gate's own default and rule
+    from perfgate.launch.types import LaunchOptions
+
+    first, top = ed.FIRST_PAIRS, ed.MAX_PAIRS
+    assert first == LaunchOptions.pairs == 3 and top == LaunchOptions.max_pairs == 8
+    assert ed.README_MODES[0][0] == "ab-3..8" and ("ab-3..8", 8, True) in ed.ADAPTIVE

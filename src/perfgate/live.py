@@ -46,10 +46,17 @@ class LiveRunner:
         resume: bool,
         announce: Callable[[str], None],
         poll_s: float = POLL_S,
+        more_pairs_for: Callable[[Row], Callable[..., bool | str]] | None = None,
     ) -> None:
         from perfgate.launch import LaunchSession  # lazy: submitit only on the live path
+        from perfgate.launch.digests import ImageDigests
 
-        self._session = LaunchSession(options, results_dir, resume=resume)
+        self._session = LaunchSession(
+            options, results_dir, resume=resume, more_pairs_for=more_pairs_for
+        )
+        self._digests = ImageDigests()
+        if options.container_runtime == "pyxis":  # hash the user's image files meanwhile
+            self._digests.start(_image_files(options))
         self._announce = announce
         self._poll_s = poll_s
         self._submitted: set[str] = set()
@@ -70,6 +77,10 @@ class LiveRunner:
         if new:
             self._session.submit_all(new, test_ids=test_ids)
             self._submitted.update(r.id for r in new)
+            for r in new:
+                e = self._session.entries[r.id]
+                if e.resumed:
+                    self._announce(f"perfgate: {r.id}: re-attached to job {e.job_id} (--resume)")
 
     def _show(self) -> dict[str, JobStatus]:
         """Poll every job and print the ones whose state, reason, run or step changed."""
@@ -90,7 +101,7 @@ class LiveRunner:
             if st is None or st.done:
                 break
             time.sleep(self._poll_s)
-        return self._session.result(row.id)
+        return self._digests.fill(self._session.result(row.id))
 
     def finish(self) -> list[str]:
         """At the end of the session: cancel jobs whose rows never ran (e.g. -x stopped
@@ -104,3 +115,19 @@ class LiveRunner:
     def cancel_all(self) -> list[str]:
         """Cancel every job of the session (interrupt)."""
         return self._session.cancel_all()
+
+
+def _image_files(options: LaunchOptions) -> list[str]:
+    """The squashfs files among the session's images, as the jobs name them (absolute)."""
+    from perfgate.errors import ConfigError
+    from perfgate.launch import images
+
+    out = []
+    for image in (options.container_image, options.candidate_image):
+        try:
+            path = images.resolve(image)
+        except ConfigError:  # a missing file: planning reports it, with the row
+            continue
+        if path and images.is_squashfs(path):
+            out.append(path)
+    return out

@@ -1,6 +1,7 @@
 """The session state behind the plugin: settings, catalog, and the three modes.
 
     live      submit every selected row at the start of the test loop, wait per test
+              (A/B gate with --candidate-image: each row's job runs both images in pairs)
     dry-run   show what would run (sbatch script, srun line, spec, GPU-hours); submit nothing
     replay    judge each row from logs already on disk (perfgate.replay); submit nothing
 
@@ -10,6 +11,8 @@ perfgate.plugin holds pytest hooks; this module uses pytest for skip/fail/usage 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import date
 from typing import Any
@@ -17,11 +20,14 @@ from typing import Any
 import pytest
 
 from perfgate import catalog, options, replay, verdicts
+from perfgate.abgate import PairsRule
 from perfgate.catalog import Row
 from perfgate.errors import PerfgateError
+from perfgate.launch.planning import ab_images, launch_order
 from perfgate.live import LiveRunner, say
 from perfgate.report import results
 from perfgate.verdicts import Evaluation
+from perfgate.verdicts_ab import evaluate_ab
 
 ITEM = pytest.StashKey[dict]()  # per test: evaluation, plan, recipe text, skip reason
 CLEAN = ("PASS", "REGRESSION", "IMPROVEMENT", "INCONCLUSIVE", "NO_BASELINE")
@@ -62,6 +68,10 @@ class PerfgateState:
                 "partition": launch.partition,
                 "account": launch.account,
                 "container_image": launch.container_image,
+                "candidate_image": launch.candidate_image,
+                "pairs": launch.pairs if self.settings.ab else None,
+                "max_pairs": launch.max_pairs if self.settings.ab else None,
+                "container_runtime": launch.container_runtime,
                 "steps": launch.steps,
                 "window": self.settings.window,
                 "tolerance": self.settings.tolerance,
@@ -107,6 +117,7 @@ class PerfgateState:
                 resume=s.resume,
                 announce=lambda m: say(self.config, m),
                 poll_s=s.launch.poll_interval_s,
+                more_pairs_for=self.pairs_rule if s.ab else None,
             )
             if not self.is_worker:
                 try:
@@ -116,6 +127,16 @@ class PerfgateState:
                     self.runner.submit(rows, test_ids)
                 except PerfgateError as e:
                     raise pytest.UsageError(str(e)) from None
+
+    def pairs_rule(self, row: Row) -> PairsRule:
+        """A/B: the job's rule for adding a pair (this row's tolerance, the session's window)."""
+        s = self.settings
+        return PairsRule(
+            tolerance=verdicts.tolerance_of(row, s.tolerance),
+            window=s.window,
+            first_pairs=s.launch.pairs,
+            max_pairs=s.launch.max_pairs,
+        )
 
     def evaluate(self, item: pytest.Item, row: Row) -> Evaluation:
         """The evaluation of one row in the session's mode (may skip the test)."""
@@ -138,6 +159,16 @@ class PerfgateState:
             if self.is_worker:  # xdist: this worker submits its own rows, checked here
                 self.check_overrides(row)
             result = self.runner.wait(row, item.nodeid)  # type: ignore[union-attr]
+            if s.ab:
+                return evaluate_ab(
+                    row,
+                    result,
+                    source=s.mode,
+                    first_pairs=s.launch.pairs,
+                    max_pairs=s.launch.max_pairs,
+                    window=s.window,
+                    tolerance=s.tolerance,
+                )
         return verdicts.evaluate(row, result, source=s.mode, window=s.window, tolerance=s.tolerance)
 
     def _dry_run(self, row: Row, info: dict[str, Any]) -> Evaluation:
@@ -155,7 +186,12 @@ class PerfgateState:
             f"{row.id}: dry run: {plan.nodes} node(s) x {plan.tasks_per_node} GPUs, "
             f"time limit {plan.time_limit_min} min, {plan.gpu_hours:.1f} GPU-hours at most"
         )
-        return Evaluation(row=row, verdict=DRY_RUN, message=msg, source="dry-run")
+        if plan.max_pairs:
+            msg += "; A/B " + ab_plan_text(
+                plan.launches, plan.max_pairs, plan.time_limit_min, plan.gpu_hours
+            )
+        mode = "paired" if plan.max_pairs else "stored"
+        return Evaluation(row=row, verdict=DRY_RUN, message=msg, source="dry-run", mode=mode)
 
     # --- baselines update --------------------------------------------------------------------
 
@@ -176,27 +212,68 @@ class PerfgateState:
             self.update_error = str(e)
 
 
+def ab_plan_text(
+    launches: Sequence[tuple[str, str | None]], max_pairs: int, time_limit_min: int, gpu_h: float
+) -> str:
+    """The A/B part of a plan in words: images, pairs and their order, growth, time, GPU-hours."""
+    pairs = sum(1 for label, _ in launches if label == "candidate")
+    base, cand = ab_images(tuple(launches))
+    per_run = time_limit_min / (2 * max_pairs)
+    return (
+        f"A = {base}, B = {cand}: {pairs} pairs in the order {launch_order(tuple(launches))}, "
+        f"one more while INCONCLUSIVE up to {max_pairs} pairs; time limit {time_limit_min} min "
+        f"= {2 * max_pairs} runs x {per_run:g} min; at most {gpu_h * pairs / max_pairs:.1f} "
+        f"GPU-h for {pairs} pairs, {gpu_h:.1f} for {max_pairs}"
+    )
+
+
+def ab_plan_lines(plan: dict[str, Any]) -> str:
+    """ab_plan_text of a results.json plan."""
+    launches = [(x["label"], x["image"]) for x in plan["launches"]]
+    return ab_plan_text(launches, plan["max_pairs"], plan["time_limit_min"], plan["gpu_hours"])
+
+
 def baseline_from_record(rec: dict[str, Any], row: Row) -> catalog.Baseline:
-    """The new Baseline of a row from its results.json record, with provenance."""
+    """The new Baseline of a row from its results.json record, with provenance.
+
+    A/B records give the candidate's runs: pooled steady step time, spread across them, n_runs.
+    """
     m = rec["measured"]
     conv = rec.get("convention") or "nemo2"
-    run = rec["runs"][-1] if rec.get("runs") else {}
     job = rec.get("job") or {}
-    versions = {k: str(v) for k, v in (run.get("versions") or {}).items()}
-    source = "perfgate replay" if rec.get("source") == "replay" else "perfgate run"
     logs = job.get("log_paths") or []
+    ab = rec.get("ab")
+    spread, n_runs, notes = None, 1, None
+    if rec.get("mode") == "paired" and ab:
+        side = ab["sides"]["candidate"]
+        image, versions = side["image"], dict(side["versions"])
+        step_time, spread, n_runs = side["step_time_s"], side["spread_s"], side["n_runs"]
+        source = "perfgate A/B run"
+        comp = rec.get("comparison") or {}
+        notes = (
+            f"candidate of an A/B gate vs {ab['sides']['baseline']['image']}: "
+            f"{ab['pairs_used']} pairs, delta {comp.get('delta', math.nan):+.2%}"
+        )
+    else:
+        run = rec["runs"][-1] if rec.get("runs") else {}
+        image, versions, step_time = run.get("image"), run.get("versions") or {}, m["step_time_s"]
+        source = "perfgate replay" if rec.get("source") == "replay" else "perfgate run"
+        if source == "perfgate replay" and logs:
+            notes = f"replayed from {logs[-1]}"
+    versions = {k: str(v) for k, v in versions.items() if v is not None}
     return catalog.Baseline(
-        step_time_s=round(m["step_time_s"], 6),
+        step_time_s=round(step_time, 6),
+        step_time_spread_s=round(spread, 6) if spread is not None else None,
         provenance=catalog.Provenance(
             source=source,
-            container=run.get("image"),
+            container=image,
             framework_version=versions.get("nemo") or versions.get("megatron_bridge"),
             date=date.today().isoformat(),
             job_ids=(str(job["job_id"]),) if job.get("job_id") else (),
             versions=versions,
-            notes=(f"replayed from {logs[-1]}" if source == "perfgate replay" and logs else None),
+            notes=notes,
         ),
-        n_runs=1,
+        n_runs=n_runs,
         tokens_per_s_per_gpu=round(m["tokens_per_s_per_gpu"], 1),
         tflops_per_gpu=round(m["tflops_per_gpu"][conv], 1),
         flops_convention=conv,

@@ -1,13 +1,12 @@
-"""The pytest command-line options of the suite, and what they become: LaunchOptions + Settings.
+"""What the suite's pytest options become: LaunchOptions + Settings, and repro commands.
 
-Registered by perfgate.plugin under the "perfgate" group of `pytest --help`. Parsing is strict:
-a bad value is a one-line ConfigError naming the option and the value.
+The options themselves are declared in perfgate.option_group ("perfgate" in `pytest --help`).
+Parsing is strict: a bad value is a one-line ConfigError naming the option and the value.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,10 +16,11 @@ import pytest
 
 from perfgate.errors import ConfigError
 from perfgate.launch.types import LaunchOptions
+from perfgate.option_group import EXECUTORS, RUNTIMES, addoption
 from perfgate.secrets import is_secret
 from perfgate.workload.overrides import parse_overrides
 
-EXECUTORS = ("slurm", "local")
+__all__ = ["EXECUTORS", "RUNTIMES", "Settings", "addoption", "settings_from_config"]
 
 
 @dataclass(frozen=True)
@@ -43,170 +43,14 @@ class Settings:
     cli_args: tuple[str, ...] = field(default_factory=tuple)  # the options that shape a run
 
     @property
+    def ab(self) -> bool:
+        """True in the A/B gate mode (--candidate-image): rows are judged by paired runs."""
+        return self.launch.candidate_image is not None
+
+    @property
     def mode(self) -> str:
         """live, dry-run or replay."""
         return "dry-run" if self.dry_run else "replay" if self.replay is not None else "live"
-
-
-def addoption(parser: pytest.Parser) -> None:
-    """Register every option under the "perfgate" group."""
-    g = parser.getgroup("perfgate", "perfgate: NeMo training performance gate")
-    env = os.environ
-    g.addoption(
-        "--gpus",
-        metavar="SPEC",
-        default=None,
-        help="keep rows with these GPU counts: 64, 8,16 or 8-64 (others are deselected)",
-    )
-    g.addoption(
-        "--partition",
-        default=env.get("SBATCH_PARTITION"),
-        help="Slurm partition (default: $SBATCH_PARTITION)",
-    )
-    g.addoption(
-        "--account",
-        default=env.get("SBATCH_ACCOUNT"),
-        help="Slurm account (default: $SBATCH_ACCOUNT)",
-    )
-    g.addoption("--qos", default=env.get("SBATCH_QOS"), help="Slurm QOS (default: $SBATCH_QOS)")
-    g.addoption(
-        "--time-limit",
-        metavar="MIN",
-        type=int,
-        default=None,
-        help="job time limit in minutes for every row (default: the row's, else launch's)",
-    )
-    g.addoption(
-        "--container-image",
-        metavar="IMG",
-        default=None,
-        help="NeMo container: a .sqsh file or a registry URI (pyxis); none = bare metal",
-    )
-    g.addoption(
-        "--container-mounts",
-        metavar="SRC:DST[,..]",
-        action="append",
-        default=[],
-        help="extra pyxis container mounts (repeatable, comma-separated)",
-    )
-    g.addoption(
-        "--env-file",
-        metavar="JSON",
-        default=None,
-        help="JSON object of environment variables for every job (e.g. seed 000's "
-        "env_vars.json); secrets are refused here: export them instead",
-    )
-    g.addoption(
-        "--env",
-        metavar="KEY=VALUE",
-        action="append",
-        default=[],
-        help="environment variable for every job (repeatable; wins over --env-file)",
-    )
-    g.addoption(
-        "--slurm-param",
-        metavar="KEY=VALUE",
-        action="append",
-        default=[],
-        help="extra sbatch parameter, e.g. reservation=r1 or constraint=gpu (repeatable)",
-    )
-    g.addoption(
-        "--executor",
-        choices=EXECUTORS,
-        default="slurm",
-        help="slurm (default) or local: run on this node with torchrun-style ranks",
-    )
-    g.addoption(
-        "--steps",
-        type=int,
-        default=None,
-        help="training steps per run, for every selected row (default: the row's, else 50)",
-    )
-    g.addoption(
-        "--window",
-        default="auto",
-        help="steady window: auto (data-driven warm-up removal) or FIRST:LAST inclusive "
-        "0-based steps, e.g. 35:44 as llmb",
-    )
-    g.addoption(
-        "--tolerance",
-        type=float,
-        default=None,
-        help="allowed slowdown as a fraction, e.g. 0.03 (overrides the rows' tolerance)",
-    )
-    g.addoption(
-        "--override",
-        metavar="PATH=VALUE",
-        action="append",
-        default=[],
-        help="recipe override by dotted path, e.g. model.config.recompute_granularity="
-        "selective (repeatable; a tuning knob A/B on the selected rows)",
-    )
-    g.addoption(
-        "--results-dir",
-        metavar="DIR",
-        default="perfgate-results",
-        help="where jobs write and results.json goes (default perfgate-results)",
-    )
-    g.addoption(
-        "--max-concurrent-jobs",
-        metavar="N",
-        type=int,
-        default=None,
-        help="at most N jobs queued or running at once (default: all)",
-    )
-    g.addoption(
-        "--poll-interval",
-        metavar="S",
-        type=float,
-        default=5.0,
-        help="seconds between job-state polls while tests wait (default 5)",
-    )
-    g.addoption(
-        "--finetune-data",
-        metavar="DIR",
-        default=None,
-        help="fine-tuning data and checkpoint folder (llmb layout) for sft/lora rows",
-    )
-    g.addoption(
-        "--mock-finetune-data",
-        action="store_true",
-        default=False,
-        help="fine-tune on mock data where NeMo allows it (results flagged mock_data)",
-    )
-    g.addoption(
-        "--resume",
-        action="store_true",
-        default=False,
-        help="re-attach to the jobs of an interrupted session in --results-dir",
-    )
-    g.addoption(
-        "--update-baselines",
-        action="store_true",
-        default=False,
-        help="after the run, write the measured values of cleanly run rows into "
-        "baselines/*.json (atomic, locked) and print the diff",
-    )
-    g.addoption(
-        "--dry-run",
-        action="store_true",
-        default=False,
-        help="submit nothing: show per row the sbatch script, srun line, workload spec "
-        "and GPU-hours; works without Slurm or GPU",
-    )
-    g.addoption(
-        "--replay",
-        metavar="DIR",
-        default=None,
-        help="submit nothing: judge each row from logs already in DIR (perfgate, NeMo, "
-        "nemo_run, llmb or Megatron-Bridge folders)",
-    )
-    g.addoption(
-        "--baselines-dir",
-        metavar="DIR",
-        default=None,
-        help="folder of the <gpu>.json row files (default: <rootdir>/baselines)",
-    )
 
 
 def _pairs(values: list[str], option: str) -> dict[str, str]:
@@ -273,6 +117,35 @@ def strict_mode(config: pytest.Config) -> bool:
         return bool(config.getoption("strict", False))
 
 
+def _pair_counts(config: pytest.Config) -> tuple[int, int]:
+    """(--pairs, --max-pairs), checked; both only mean something with --candidate-image."""
+    opt = config.getoption
+    pairs, top = opt("pairs"), opt("max_pairs")
+    candidate = opt("candidate_image")
+    if not candidate:
+        for flag, value in (("--pairs", pairs), ("--max-pairs", top)):
+            if value is not None:
+                raise ConfigError(
+                    f"{flag} {value}: only A/B runs have pairs; give --candidate-image"
+                )
+        return LaunchOptions.pairs, LaunchOptions.max_pairs
+    if not opt("container_image"):
+        raise ConfigError(
+            f"--candidate-image {candidate}: give the baseline image as --container-image"
+        )
+    if opt("replay"):
+        raise ConfigError(
+            "--candidate-image runs both images; --replay judges logs already on disk: pick one"
+        )
+    pairs = LaunchOptions.pairs if pairs is None else pairs
+    if pairs < 1:
+        raise ConfigError(f"--pairs {pairs}: must be at least 1")
+    top = max(LaunchOptions.max_pairs, pairs) if top is None else top
+    if top < pairs:
+        raise ConfigError(f"--max-pairs {top}: must be at least --pairs ({pairs})")
+    return pairs, top
+
+
 def settings_from_config(config: pytest.Config) -> Settings:
     """Build and validate Settings (and LaunchOptions) from the parsed pytest options."""
     opt = config.getoption
@@ -296,6 +169,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
     cli_env = _pairs(opt("env"), "--env")
     _refuse_secrets(cli_env, "--env")
     env.update(cli_env)
+    pairs, max_pairs = _pair_counts(config)
     overrides = parse_overrides(opt("override"))
     mounts = tuple(m for arg in opt("container_mounts") for m in arg.split(",") if m)
     replay = opt("replay")
@@ -311,6 +185,10 @@ def settings_from_config(config: pytest.Config) -> Settings:
         qos=opt("qos"),
         time_limit_min=opt("time_limit"),
         container_image=opt("container_image"),
+        candidate_image=opt("candidate_image"),
+        pairs=pairs,
+        max_pairs=max_pairs,
+        container_runtime=opt("container_runtime"),
         container_mounts=mounts,
         env=env,
         slurm_params=_pairs(opt("slurm_param"), "--slurm-param"),
@@ -351,6 +229,10 @@ def run_args(config: pytest.Config) -> list[str]:
         ("qos", "--qos"),
         ("time_limit", "--time-limit"),
         ("container_image", "--container-image"),
+        ("candidate_image", "--candidate-image"),
+        ("pairs", "--pairs"),
+        ("max_pairs", "--max-pairs"),
+        ("container_runtime", "--container-runtime"),
         ("env_file", "--env-file"),
         ("steps", "--steps"),
         ("window", "--window"),
@@ -362,6 +244,7 @@ def run_args(config: pytest.Config) -> list[str]:
         value = opt(name)
         if value is None or (name, value) in (
             ("executor", "slurm"),
+            ("container_runtime", "pyxis"),
             ("steps", 50),
             ("window", "auto"),
         ):

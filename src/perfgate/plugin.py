@@ -22,11 +22,12 @@ from perfgate import options, selection, verdicts
 from perfgate.catalog import Row
 from perfgate.errors import PerfgateError
 from perfgate.live import say
-from perfgate.modes import ITEM, PerfgateState
+from perfgate.modes import ITEM, PerfgateState, ab_plan_lines
 from perfgate.report import bench, extras, results, table
 from perfgate.report.environment import environment
 from perfgate.secrets import redact
 from perfgate.verdicts import Evaluation
+from perfgate.verdicts_ab import candidate_steady_steps
 
 ROW_ARG = selection.ROW_ARG
 STATE = pytest.StashKey[PerfgateState]()
@@ -159,6 +160,15 @@ def _junit_properties(item: pytest.Item, ev: Evaluation) -> None:
             ("perfgate.delta", round(ev.comparison.delta, 5)),
             ("perfgate.tolerance", ev.comparison.tolerance),
         ]
+    if ev.ab is not None:
+        sides = ev.ab["sides"]
+        props += [
+            ("perfgate.baseline_image", sides["baseline"]["image"]),
+            ("perfgate.candidate_image", sides["candidate"]["image"]),
+            ("perfgate.pairs", ev.ab.get("pairs_run", 0)),
+        ]
+        if ev.comparison is not None:
+            props.append(("perfgate.resolution", round(ev.comparison.resolution, 5)))
     if ev.result is not None and ev.result.job_id:
         props.append(("perfgate.job_id", ev.result.job_id))
     if ev.cause:
@@ -173,6 +183,8 @@ def _feed_benchmark(request: pytest.FixtureRequest, ev: Evaluation) -> None:
     m, series = ev.measured, ev.series
     assert m is not None and series is not None
     steady = [s.step_time_s for s in series.steps if m.window[0] <= s.step <= m.window[1]]
+    if ev.mode == "paired":  # the candidate's steady steps, each run in its own window
+        steady = candidate_steady_steps(ev)
     clock = bench.StepClock()
     request.node.add_marker(pytest.mark.benchmark(timer=clock, group=ev.row.gpu))
     info = {
@@ -311,6 +323,8 @@ def _dry_run_summary(tr: Any, recs: list[dict[str, Any]], verbosity: int) -> Non
             f"{rec['row_id']}: {plan['nodes']} node(s) x {plan['tasks_per_node']} GPUs, "
             f"{plan['time_limit_min']} min, {plan['gpu_hours']:.1f} GPU-h"
         )
+        if plan.get("max_pairs"):
+            tr.write_line(f"  A/B: {ab_plan_lines(plan)}")
         if verbosity > 0:
             tr.write_line(f"  srun: {plan['srun_command']}")
             tr.write_line("  sbatch script:")

@@ -68,6 +68,9 @@ class Evaluation:
     series: StepSeries | None = None
     cause: str | None = None  # INFRA: one of launch.types.CAUSES
     notes: tuple[str, ...] = ()
+    # A/B mode: both containers side by side, each pair, the stored-baseline drift
+    # (JSON-ready; perfgate.verdicts_ab builds it, results.json keeps it as "ab").
+    ab: dict[str, Any] | None = None
 
     @property
     def delta(self) -> float | None:
@@ -90,17 +93,23 @@ def tolerance_of(row: Row, override: float | None) -> float:
     return DEFAULT_TOLERANCE
 
 
+def convention_of(row: Row, convention: str | None = None) -> str:
+    """The FLOPs convention the report shows first: asked, else the baseline's, else nemo2."""
+    conv = convention or (row.baseline.flops_convention if row.baseline else None) or "nemo2"
+    if conv not in CONVENTIONS and not (row.baseline and row.baseline.flops_convention == conv):
+        conv = "nemo2"
+    return conv
+
+
 def _peak_memory(series: StepSeries) -> float | None:
     peaks = [s.mem_peak_gib for s in series.steps if s.mem_peak_gib is not None]
     return max(peaks) if peaks else None
 
 
-def measure(row: Row, series: StepSeries, window: stats.Window) -> tuple[Measured | None, str]:
-    """Summarize a series; (None, reason) when it has no steady state."""
-    summary = stats.summarize_run(series.step_times, window=window)
-    if not summary.steady:
-        return None, summary.reason or "no steady state"
-    step_time = summary.median_s
+def throughput(
+    row: Row, step_time_s: float
+) -> tuple[float, dict[str, float], dict[str, float], float]:
+    """(tokens/s/GPU, TFLOP/s/GPU by convention, MFU by convention, peak TFLOP/s) of a step time."""
     tflops: dict[str, float] = {}
     mfu: dict[str, float] = {}
     tokens = peak = 0.0
@@ -116,7 +125,7 @@ def measure(row: Row, series: StepSeries, window: stats.Window) -> tuple[Measure
                 row.num_gpus,
                 row.gbs,
                 row.seq_len,
-                step_time,
+                step_time_s,
                 row.task,
                 conv,
                 tp=row.tp,
@@ -125,6 +134,16 @@ def measure(row: Row, series: StepSeries, window: stats.Window) -> tuple[Measure
             continue
         tflops[conv], mfu[conv] = t.tflops_per_gpu, t.mfu
         tokens, peak = t.tokens_per_s_per_gpu, t.peak_tflops
+    return tokens, tflops, mfu, peak
+
+
+def measure(row: Row, series: StepSeries, window: stats.Window) -> tuple[Measured | None, str]:
+    """Summarize a series; (None, reason) when it has no steady state."""
+    summary = stats.summarize_run(series.step_times, window=window)
+    if not summary.steady:
+        return None, summary.reason or "no steady state"
+    step_time = summary.median_s
+    tokens, tflops, mfu, peak = throughput(row, step_time)
     return (
         Measured(
             step_time_s=step_time,
@@ -145,7 +164,10 @@ def measure(row: Row, series: StepSeries, window: stats.Window) -> tuple[Measure
     )
 
 
-def _infra(row: Row, source: str, result: RunResult | None, cause: str, message: str, **kw: Any):
+def infra(
+    row: Row, source: str, result: RunResult | None, cause: str, message: str, **kw: Any
+) -> Evaluation:
+    """An INFRA evaluation: the cause and job id in the message, the rest in kw."""
     job = f" (job {result.job_id})" if result is not None and result.job_id else ""
     return Evaluation(
         row=row,
@@ -170,24 +192,21 @@ def evaluate(
     """Judge one row from its RunResult: INFRA, NO_BASELINE or the comparison's verdict."""
     notes = tuple(result.notes)  # e.g. after a requeue: only the last attempt was measured
     tol = tolerance_of(row, tolerance)
-    conv = convention or (row.baseline.flops_convention if row.baseline else None) or "nemo2"
-    if conv not in CONVENTIONS and not (row.baseline and row.baseline.flops_convention == conv):
-        conv = "nemo2"
-    common = {"tolerance": tol, "convention": conv, "notes": notes}
+    common = {"tolerance": tol, "convention": convention_of(row, convention), "notes": notes}
     if not result.ok:
         d: Diagnosis = result.diagnosis  # type: ignore[assignment]
-        return _infra(row, source, result, d.cause, d.message, **common)
+        return infra(row, source, result, d.cause, d.message, **common)
     run = result.runs[-1] if result.runs else None
     series = run.series if run is not None else None
     if series is None or not series.steps:
-        return _infra(row, source, result, "TOO_FEW_STEPS", "no step times were recorded", **common)
+        return infra(row, source, result, "TOO_FEW_STEPS", "no step times were recorded", **common)
     if not series.valid:
-        return _infra(
+        return infra(
             row, source, result, "NAN", str(series.invalid_reason), series=series, **common
         )
     measured, why = measure(row, series, window)
     if measured is None:
-        return _infra(
+        return infra(
             row,
             source,
             result,

@@ -3,7 +3,7 @@
 Rank 0 prints NeMo 2.x progress lines (0-based `iteration i/N-1`, 4 significant digits), the
 format perfgate.logs parses from real jobs. Every rank records what it saw of its identity
 and environment in OUTPUT_DIR/ranks/rank-R.json, so tests can check the task layout. Options
-make it slow under one "image" (A/B), crash, run out of CUDA memory, hang, or diverge.
+make it slow (or crash) under one "image" (A/B), crash, run out of CUDA memory, hang, or diverge.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ def main() -> int:
     ap.add_argument("--slow-image", default=None, help="PERFGATE_IMAGE under which to slow down")
     ap.add_argument("--slowdown", type=float, default=0.0, help="e.g. 0.05 for 5%% slower")
     ap.add_argument("--crash-at", type=int, default=None)
+    ap.add_argument("--crash-image", default=None, help="crash only under this PERFGATE_IMAGE")
     ap.add_argument("--oom-at", type=int, default=None)
     ap.add_argument("--nan-at", type=int, default=None)
     ap.add_argument("--hang-at", type=int, default=None)
@@ -66,6 +67,8 @@ def main() -> int:
         flush=True,
     )
 
+    if args.crash_image and os.environ.get("PERFGATE_IMAGE") != args.crash_image:
+        args.crash_at = None
     slow = 1.0
     if args.slow_image and os.environ.get("PERFGATE_IMAGE") == args.slow_image:
         slow += args.slowdown

@@ -197,7 +197,7 @@ def more_pairs_until_three(runs: list[RunRecord]) -> bool:
     return len(runs) < 6
 
 
-def test_ab_alternates_images_on_one_allocation_and_grows_by_a_pair(
+def test_ab_counterbalances_images_on_one_allocation_and_grows_by_a_pair(
     slurm_cluster, fake_row, tmp_path
 ):
     row = fake_row(
@@ -215,8 +215,11 @@ def test_ab_alternates_images_on_one_allocation_and_grows_by_a_pair(
     session.submit_all([row])
     r = session.result(row.id)
     assert r.ok, r.diagnosis
-    assert [x.label for x in r.runs] == ["baseline", "candidate"] * 3
-    assert [x.image for x in r.runs] == ["nemo:25.07", "nemo:25.09"] * 3
+    # counterbalanced: AB BA, and the added third pair continues with AB
+    labels = [x.label for x in r.runs]
+    assert labels == ["baseline", "candidate", "candidate", "baseline", "baseline", "candidate"]
+    image = {"baseline": "nemo:25.07", "candidate": "nemo:25.09"}
+    assert [x.image for x in r.runs] == [image[x] for x in labels]
     assert any("pair 3 added" in n for n in r.notes)
     hosts = set()
     for i, run in enumerate(r.runs, 1):

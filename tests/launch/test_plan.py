@@ -11,7 +11,13 @@ import pytest
 from perfgate.errors import ConfigError
 from perfgate.launch import plan
 from perfgate.launch.envs import load_env_file
-from perfgate.launch.planning import CONTAINER_SRC, context, srun_argv
+from perfgate.launch.planning import (
+    CONTAINER_SRC,
+    context,
+    launch_order,
+    pair_launches,
+    srun_argv,
+)
 from perfgate.launch.types import LaunchOptions
 
 
@@ -105,7 +111,7 @@ def test_registry_image_is_imported_once_into_the_job_folder(row16, tmp_path):
     assert image == f"--container-image={p.job_dir}/images/nvidia+nemo+25.07.sqsh"
 
 
-def test_ab_plan_alternates_images_and_scales_the_time_limit(row16, tmp_path):
+def test_ab_plan_counterbalances_images_and_scales_the_time_limit(row16, tmp_path):
     a, b = tmp_path / "a.sqsh", tmp_path / "b.sqsh"
     a.touch()
     b.touch()
@@ -118,9 +124,22 @@ def test_ab_plan_alternates_images_and_scales_the_time_limit(row16, tmp_path):
         results_dir=str(tmp_path),
     )
     p = plan(row16, opts)
-    assert [label for label, _ in p.launches] == ["baseline", "candidate"] * 3
-    assert [img for _, img in p.launches] == [str(a.resolve()), str(b.resolve())] * 3
+    # AB BA AB: the second launch of a pair runs ~0.4% slower, so the order alternates
+    assert [label for label, _ in p.launches] == [
+        *("baseline", "candidate"),
+        *("candidate", "baseline"),
+        *("baseline", "candidate"),
+    ]
+    assert dict(p.launches) == {"baseline": str(a.resolve()), "candidate": str(b.resolve())}
+    assert launch_order(p.launches) == "AB BA AB"
     assert p.time_limit_min == 20 * 2 * 5  # room for max_pairs pairs of launches
+    assert p.max_pairs == 5
+    # The pairs the job adds continue the alternation.
+    assert [pair_launches(i, "a", "b")[0][0] for i in range(3, 6)] == [
+        "candidate",
+        "baseline",
+        "candidate",
+    ]
 
 
 def test_secrets_travel_by_name_only(row16, tmp_path):

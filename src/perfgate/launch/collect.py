@@ -92,6 +92,8 @@ def collect_run(entry: dict[str, Any]) -> tuple[RunRecord, stepfile.StepRecord |
         exit_code=entry.get("exit_code"),
         log_path=str(rank0) if rank0.exists() else None,
         mock_data=record.mock_data if record else True,
+        image_digest=entry.get("image_digest"),
+        image_stamp=tuple(entry["image_stamp"]) if entry.get("image_stamp") else None,
     )
     return run, record
 

@@ -5,10 +5,19 @@ anything else is an enroot URI `[USER@][REGISTRY#]IMAGE[:TAG]` pulled by every t
 given to perfgate is imported ONCE per allocation (`enroot import` into the job folder) and
 every run of the job uses that file: one pull per job, and the A and B runs of an A/B job
 cannot see a tag that moved between them.
+
+What identifies an image honestly: enroot's import does not report the registry's manifest
+digest, and pyxis passes none to the job. So perfgate records the sha256 of the squashfs
+file each run actually started: a file the job imported is hashed by the job; a file the
+user gave is hashed once per session on the login node (perfgate.launch.digests), matched
+to each run by the size and mtime the job saw. It tells two files apart exactly, but it is
+not the digest a registry shows.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from pathlib import Path
@@ -74,3 +83,38 @@ def resolve(image: str | None, base: str | os.PathLike[str] | None = None) -> st
     if not Path(path).is_file():
         raise ConfigError(f"container image {image!r}: no such squashfs file ({path})")
     return path
+
+
+def file_sha256(path: str | os.PathLike[str], chunk: int = 8 << 20) -> str:
+    """The sha256 of a file's bytes, as sha256:<hex>."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return "sha256:" + h.hexdigest()
+
+
+def file_stamp(path: str | os.PathLike[str]) -> list[int]:
+    """[size, mtime_ns] of a file: what a run saw, to match a digest computed elsewhere."""
+    st = os.stat(path)
+    return [st.st_size, st.st_mtime_ns]
+
+
+def cached_sha256(path: str | os.PathLike[str], cache: str | os.PathLike[str]) -> str:
+    """file_sha256, remembered in a JSON file by path, size and mtime (requeues reuse it)."""
+    key = str(Path(path).resolve())
+    stamp = file_stamp(path)
+    try:
+        known = json.loads(Path(cache).read_text())
+    except (OSError, ValueError):
+        known = {}
+    entry = known.get(key) if isinstance(known, dict) else None
+    if isinstance(entry, dict) and entry.get("stamp") == stamp and entry.get("sha256"):
+        return str(entry["sha256"])
+    digest = file_sha256(path)
+    known = known if isinstance(known, dict) else {}
+    known[key] = {"stamp": stamp, "sha256": digest}
+    tmp = Path(cache).with_suffix(".tmp")
+    tmp.write_text(json.dumps(known, indent=1))
+    os.replace(tmp, cache)
+    return digest

@@ -1,11 +1,14 @@
 """The job function: runs once per allocation, on its first node, outside any container.
 
-It prepares images (a registry URI is imported once per allocation), then starts each
-workload launch in order (ABAB.. in A/B mode) with one srun over the whole allocation, or
+It prepares images (a registry URI is imported once per allocation, and the file it made is
+hashed; a squashfs file given by the user is only stat'ed here: the session hashes it on the
+login node, in no allocation's time), then starts each workload launch in
+order (counterbalanced AB BA AB.. in A/B mode) with one srun over the whole allocation, or
 with N local ranks for the local executor; waits; and collects what rank 0 recorded. In A/B
-mode a callback may ask for one more pair while time allows. On SIGTERM (time limit,
-scancel, preemption) it stops the launch, records how far it got and exits WITHOUT a result,
-so the session reads the folder with Slurm's final state instead of a half-truth.
+mode a callback may ask for one more pair, in the same alternating order, while time
+allows. On SIGTERM (time limit, scancel, preemption) it stops the launch, records how far it
+got and exits WITHOUT a result, so the session reads the folder with Slurm's final state
+instead of a half-truth.
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from perfgate.launch import images
 from perfgate.launch.collect import JOB_LOG, MANIFEST, collect_job, write_json
+from perfgate.launch.jobimages import JobImages
 from perfgate.launch.planning import (
     JobContext,
+    ab_images,
     container_env_names,
     local_argv,
+    pair_launches,
     run_dir,
     srun_argv,
     workload_spec,
@@ -63,6 +68,7 @@ class Job:
             "notes": [],
         }
         self.proc: list[subprocess.Popen[bytes]] = []
+        self.images = JobImages(ctx.job_dir, self.log, self.manifest["notes"])
         self.save()
 
     # --- bookkeeping ---------------------------------------------------------------------
@@ -105,55 +111,10 @@ class Job:
 
     def prepare_images(self) -> dict[str | None, str | None]:
         """What each launch image becomes on the srun line (imported once per allocation)."""
-        ctx = self.ctx
         wanted = {img for _, img in self.launches}
-        if ctx.container_runtime != "pyxis" or wanted == {None}:
+        if self.ctx.container_runtime != "pyxis" or wanted == {None}:
             return {img: None for img in wanted}
-        helptext = _run(["srun", "--help"]) or ""
-        if "--container-image" not in helptext:
-            raise RuntimeError(
-                "pyxis is not available: srun has no --container-image on this cluster "
-                f"(images: {', '.join(sorted(i for i in wanted if i))})"
-            )
-        out: dict[str | None, str | None] = {None: None}
-        for img in sorted(i for i in wanted if i):
-            if images.is_squashfs(img):
-                if not Path(img).is_file():
-                    raise RuntimeError(f"container image {img}: no such squashfs file on {_host()}")
-                out[img] = img
-                continue
-            out[img] = self.import_image(img)
-        return out
-
-    def import_image(self, image: str) -> str:
-        """enroot import of a registry image into the job folder (kept across requeues)."""
-        folder = Path(self.ctx.job_dir) / "images"
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / images.sqsh_name(image)
-        if target.is_file():
-            self.log(f"reusing imported image {target}")
-            return str(target)
-        tmp = target.with_suffix(".partial.sqsh")
-        tmp.unlink(missing_ok=True)
-        log = folder / (target.stem + ".import.log")
-        cmd = images.import_command(image, tmp)
-        self.log("importing " + " ".join(cmd))
-        t0 = time.monotonic()
-        with open(log, "wb") as f:
-            try:
-                rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
-            except FileNotFoundError:
-                rc = 127
-                f.write(b"enroot: command not found\n")
-        if rc != 0:
-            text = log.read_text(errors="replace").strip().splitlines()
-            errors = [line for line in text if "[ERROR]" in line] or text[-1:] or ["no output"]
-            raise RuntimeError(f"enroot import of {image} failed (exit {rc}): {errors[-1]}")
-        os.replace(tmp, target)
-        self.manifest["notes"].append(
-            f"imported {image} once for this allocation in {time.monotonic() - t0:.0f} s"
-        )
-        return str(target)
+        return self.images.prepare(wanted, _run(["srun", "--help"]) or "")
 
     # --- launches -------------------------------------------------------------------------------
 
@@ -217,6 +178,8 @@ class Job:
             "index": index,
             "label": label,
             "image": image,
+            "image_digest": self.images.digests.get(image) if image else None,
+            "image_stamp": self.images.stamps.get(image) if image else None,
             "run_dir": str(rdir),
             "exit_code": None,
             "started_at": _now(),
@@ -298,27 +261,36 @@ class Job:
                 p.wait()
 
     def want_more_pairs(self, durations: list[float]) -> bool:
+        """After the last planned pair: ask the callback, then check the time left."""
         ctx = self.ctx
         pairs = sum(1 for label, _ in self.launches if label == "candidate")
         if not (ctx.ab and ctx.more_pairs) or pairs >= ctx.max_pairs:
             return False
         runs = collect_job(ctx.job_dir, ctx.row_id, self.job_id, "RUNNING", ctx.steps).runs
         try:
-            wanted = bool(ctx.more_pairs(runs))
+            answer = ctx.more_pairs(runs)
         except Exception as e:  # a broken callback must not lose the pairs measured
             self.manifest["notes"].append(f"more_pairs callback failed: {e!r}; no pair added")
             return False
-        if not wanted:
+        if not answer:
             return False
+        why = answer if isinstance(answer, str) else "the comparison asked for more"
         need = 1.2 * (durations[-1] + durations[-2])
         if self.seconds_left() < need:
             self.manifest["notes"].append(
-                f"another pair was wanted but {self.seconds_left():.0f} s are left and a pair "
-                f"takes about {need / 1.2:.0f} s"
+                f"pair {pairs + 1} was wanted ({why}) but {self.seconds_left():.0f} s are left "
+                f"and a pair takes about {need / 1.2:.0f} s"
             )
             return False
-        self.manifest["notes"].append(f"pair {pairs + 1} added: the comparison asked for more")
+        self.manifest["notes"].append(f"pair {pairs + 1} added: {why}")
         return True
+
+    def add_pair(self) -> None:
+        """Append the next pair in the counterbalanced order (AB BA AB ..)."""
+        pairs = sum(1 for label, _ in self.launches if label == "candidate")
+        self.launches += list(pair_launches(pairs, *ab_images(tuple(self.launches))))
+        self.manifest["planned"] = len(self.launches)
+        self.save()
 
     def run(self) -> RunResult:
         old = self.install_signals()
@@ -353,9 +325,7 @@ class Job:
                     break
                 i += 1
                 if i == len(self.launches) and self.want_more_pairs(durations):
-                    self.launches += [self.launches[-2], self.launches[-1]]
-                    self.manifest["planned"] = len(self.launches)
-                    self.save()
+                    self.add_pair()
         except Stop as stop:
             self.stop_launch()
             self.manifest["interrupted"] = stop.args[0]
@@ -388,10 +358,6 @@ def run_job(ctx: JobContext) -> RunResult:
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _host() -> str:
-    return socket.gethostname()
 
 
 def _free_port() -> int:

@@ -33,6 +33,7 @@ SIGNAL_DELAY_S = 60
 CONTAINER_SRC = "/opt/perfgate/src"  # where the perfgate source is mounted in the container
 EXECUTORS = ("slurm", "local")
 RUNTIMES = ("pyxis", "none")
+Launches = tuple[tuple[str, str | None], ...]  # (label, image) in launch order
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class JobContext:
     executor: str
     nodes: int
     tasks_per_node: int
-    launches: tuple[tuple[str, str | None], ...]
+    launches: Launches
     steps: int
     time_limit_min: int
     env: dict[str, str] = field(default_factory=dict)
@@ -60,7 +61,9 @@ class JobContext:
     perfgate_src: str = ""
     python: str = sys.executable
     max_pairs: int = 0  # A/B: the most pairs more_pairs may grow the job to
-    more_pairs: Callable[[Sequence[Any]], bool] | None = None
+    # A/B: called with the job's RunRecords after its last planned pair; truthy asks for one
+    # more pair (a non-empty str also says why, for the job's notes). Runs inside the job.
+    more_pairs: Callable[[Sequence[Any]], bool | str] | None = None
     cuda_visible_devices: str | None = None  # local executor: the user's GPU selection
 
     @property
@@ -137,8 +140,21 @@ def local_argv(ctx: JobContext, rdir: Path) -> list[str]:
     return [ctx.python, "-m", "perfgate.workload", str(rdir / "spec.json")]
 
 
-def launches_for(options: LaunchOptions) -> tuple[tuple[str, str | None], ...]:
-    """Baseline only, or baseline/candidate alternating ABAB.. for options.pairs pairs."""
+def pair_launches(index: int, baseline: str | None, candidate: str | None) -> Launches:
+    """Launches of pair `index` (0-based), counterbalanced: AB for even pairs, BA for odd.
+
+    Two launches back to back on the same nodes are not exchangeable: on real A/A pairs the
+    second launch is ~0.4% slower (Megatron-LM CI ckpt-resume pairs, median). With the
+    candidate always second that order effect reads as a regression (false alarms 1.5-4.4%
+    instead of <1% in scripts/evaluate_detector.py --abab); alternating the order cancels it
+    over each two pairs and turns the rest into noise the paired test accounts for.
+    """
+    a, b = ("baseline", baseline), ("candidate", candidate)
+    return (a, b) if index % 2 == 0 else (b, a)
+
+
+def launches_for(options: LaunchOptions) -> Launches:
+    """Baseline only, or options.pairs counterbalanced baseline/candidate pairs (AB BA AB..)."""
     if options.candidate_image:
         if not options.container_image:
             raise ConfigError("--candidate-image needs --container-image (the baseline image)")
@@ -146,9 +162,23 @@ def launches_for(options: LaunchOptions) -> tuple[tuple[str, str | None], ...]:
             raise ConfigError(
                 f"--pairs {options.pairs} / --max-pairs {options.max_pairs}: need 1 <= pairs <= max"
             )
-        pair = (("baseline", options.container_image), ("candidate", options.candidate_image))
-        return pair * options.pairs
+        out: Launches = ()
+        for i in range(options.pairs):
+            out += pair_launches(i, options.container_image, options.candidate_image)
+        return out
     return (("baseline", options.container_image),)
+
+
+def ab_images(launches: Launches) -> tuple[str | None, str | None]:
+    """(baseline image, candidate image) of an A/B launch list."""
+    images = dict(launches)
+    return images.get("baseline"), images.get("candidate")
+
+
+def launch_order(launches: Launches) -> str:
+    """The launch order in letters, a pair per group: "AB BA AB" (A baseline, B candidate)."""
+    letters = "".join("B" if label == "candidate" else "A" for label, _ in launches)
+    return " ".join(letters[i : i + 2] for i in range(0, len(letters), 2))
 
 
 def row_command(row: Row, options: LaunchOptions) -> tuple[tuple[str, ...] | None, dict]:
@@ -276,7 +306,7 @@ def plan(
     row: Row,
     options: LaunchOptions,
     job_dir: str | os.PathLike[str] | None = None,
-    more_pairs: Callable[[Sequence[Any]], bool] | None = None,
+    more_pairs: Callable[[Sequence[Any]], bool | str] | None = None,
 ) -> JobPlan:
     """What would run for this row: sbatch script, srun line, spec, GPU-hours. No Slurm needed."""
     jdir = Path(job_dir) if job_dir else new_job_dir(options.results_dir, row.id)
@@ -314,6 +344,7 @@ def plan(
         job_dir=str(jdir),
         executor=ctx.executor,
         launches=ctx.launches,
+        max_pairs=ctx.max_pairs,
         env=dict(ctx.env),
         secret_env=ctx.secret_env,
     )

@@ -36,6 +36,7 @@ from perfgate.launch.types import Diagnosis, JobPlan, JobStatus, LaunchOptions, 
 STATE_FILE = statefile.STATE_FILE
 LOST_AFTER_S = 120  # a submitted job Slurm has no record of for this long is given up
 RESULT_GRACE_S = 10  # COMPLETED but no result pickle yet: shared filesystems lag
+MorePairs = Callable[[Sequence[Any]], bool | str]  # A/B: JobContext.more_pairs
 
 
 @dataclass
@@ -67,12 +68,15 @@ class LaunchSession:
         options: LaunchOptions,
         results_dir: str | os.PathLike[str] | None = None,
         resume: bool = False,
-        more_pairs: Callable[[Sequence[Any]], bool] | None = None,
+        more_pairs: MorePairs | None = None,
+        more_pairs_for: Callable[[Row], MorePairs | None] | None = None,
     ) -> None:
         self.options = options
         self.results_dir = Path(results_dir or options.results_dir).resolve()
         self.resume = resume
         self.more_pairs = more_pairs
+        # Per row (A/B: the rule depends on the row's tolerance); wins over more_pairs.
+        self.more_pairs_for = more_pairs_for
         self.states = SlurmStates()
         self.entries: dict[str, _Entry] = {}
         self.order: list[str] = []
@@ -86,7 +90,10 @@ class LaunchSession:
 
     def plan(self, row: Row) -> JobPlan:
         """The plan a row would be submitted with (a fresh job folder)."""
-        return planning.plan(row, self.options, more_pairs=self.more_pairs)
+        return planning.plan(row, self.options, more_pairs=self._more_pairs(row))
+
+    def _more_pairs(self, row: Row) -> MorePairs | None:
+        return self.more_pairs_for(row) if self.more_pairs_for else self.more_pairs
 
     def submit_all(self, rows: Iterable[Row], test_ids: Mapping[str, str] | None = None) -> None:
         """Plan every row (errors surface now, before anything runs), then submit what fits."""
@@ -97,8 +104,9 @@ class LaunchSession:
             saved = self._saved.get(row.id, {})
             job_dir = saved.get("job_dir") if saved.get("job_id") else None
             jdir = Path(job_dir) if job_dir else planning.new_job_dir(self.results_dir, row.id)
-            p = planning.plan(row, self.options, job_dir=jdir, more_pairs=self.more_pairs)
-            ctx = planning.context(row, self.options, jdir, self.more_pairs)
+            more = self._more_pairs(row)
+            p = planning.plan(row, self.options, job_dir=jdir, more_pairs=more)
+            ctx = planning.context(row, self.options, jdir, more)
             e = _Entry(row, p, ctx, test_id=(test_ids or {}).get(row.id))
             self.entries[row.id] = e
             self.order.append(row.id)

@@ -60,8 +60,12 @@ class LaunchOptions:
     overrides: dict[str, Any] = field(default_factory=dict)  # --override path=value
     results_dir: str = "perfgate-results"
     max_concurrent_jobs: int | None = None
-    pairs: int = 3
-    max_pairs: int = 5
+    pairs: int = 3  # A/B: counterbalanced baseline/candidate pairs to start with
+    # A/B: pairs an INCONCLUSIVE comparison may grow to, one at a time. 8: on production-scale
+    # noise (scripts/evaluate_detector.py --scenario production) 3..8 pairs at tolerance 2%
+    # catch a 3% slowdown 98% of the time with 0.0% false alarms (~6 pairs on average);
+    # 3..5 catch it 62% of the time.
+    max_pairs: int = 8
     finetune_data: str | None = None
     mock_finetune_data: bool = False
     # How launches get their image: "pyxis" (srun --container-image), or "none" where the image
@@ -91,6 +95,7 @@ class JobPlan:
     job_dir: str
     executor: str = "slurm"
     launches: tuple[tuple[str, str | None], ...] = (("baseline", None),)  # (label, image) in order
+    max_pairs: int = 0  # A/B: the most pairs the job may grow to (0: single mode)
     env: dict[str, str] = field(default_factory=dict)  # plain values the ranks get
     secret_env: tuple[str, ...] = ()  # names only: values travel in the environment
 
@@ -116,6 +121,11 @@ class RunRecord:
     exit_code: int | None = None
     log_path: str | None = None
     mock_data: bool = True
+    # "sha256:<hex>" of the squashfs file the run started, None where no file was used
+    # (container runtime "none") or it is not hashed (yet). Not a registry digest: enroot's
+    # import does not report one. See perfgate.launch.images.
+    image_digest: str | None = None
+    image_stamp: tuple[int, int] | None = None  # (size, mtime_ns) of the user's squashfs file
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,9 @@ def environment(records: Iterable[dict[str, Any]], session: dict[str, Any]) -> d
     opts = session.get("options") or {}
     if opts.get("container_image"):
         out["Container image (requested)"] = str(opts["container_image"])
+    if opts.get("candidate_image"):
+        out["Candidate image (requested, A/B)"] = str(opts["candidate_image"])
+        out["A/B pairs"] = f"{opts.get('pairs')} to start, at most {opts.get('max_pairs')}"
     for label, counter in sorted(images.items()):
         out[f"Container image ({label}, measured)"] = _distinct(counter)
     for key in sorted(versions, key=lambda k: (k not in VERSION_LABELS, k)):

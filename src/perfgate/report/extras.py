@@ -11,6 +11,7 @@ import json
 from html import escape
 from typing import Any
 
+from perfgate.report.ab import ab_html
 from perfgate.report.plot import svg_for_record
 
 
@@ -76,6 +77,7 @@ def stats_json(rec: dict[str, Any]) -> dict[str, Any]:
             "measured",
             "baseline",
             "comparison",
+            "ab",
             "notes",
         )
     }
@@ -89,7 +91,7 @@ def extras_for(rec: dict[str, Any]) -> list[dict[str, Any]]:
     if rec.get("measured") or rec.get("comparison"):
         out.append(_json(stats_json(rec), "stats"))
     out.append(_text(rec.get("repro", ""), "repro command"))
-    parts = []
+    parts = [ab_html(rec)] if ab_html(rec) else []
     comp = rec.get("comparison") or {}
     if comp.get("reason"):
         parts.append(_details(f"verdict: {rec.get('verdict')}", comp["reason"]))

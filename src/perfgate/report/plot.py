@@ -22,6 +22,8 @@ class Trace:
 
     label: str
     points: Sequence[tuple[int, float]]
+    color: str | None = None  # None: the next of COLORS
+    legend: bool = True  # False: same label and color as an earlier trace (A/B runs)
 
 
 def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -117,7 +119,7 @@ def step_time_svg(
             'stroke="#333" stroke-width="0.8"/>'
         )
     for k, t in enumerate(traces):
-        color = COLORS[k % len(COLORS)]
+        color = t.color or COLORS[k % len(COLORS)]
         line = " ".join(f"{sx(i):.1f},{sy(s):.1f}" for i, s in t.points)
         out.append(
             f'<polyline class="steps" points="{line}" fill="none" stroke="{color}" '
@@ -164,7 +166,9 @@ def step_time_svg(
 
 def _legend(traces, window, baseline_s, tolerance, median_s) -> str:
     """One row of legend entries under the x axis (never over the data)."""
-    items = [(COLORS[k % len(COLORS)], t.label) for k, t in enumerate(traces)]
+    items = [
+        (t.color or COLORS[k % len(COLORS)], t.label) for k, t in enumerate(traces) if t.legend
+    ]
     if median_s is not None:
         items.append(("#333", f"steady median {median_s:.4g} s"))
     if window is not None:
@@ -195,18 +199,20 @@ def _empty(title: str) -> str:
 
 
 def svg_for_record(rec: dict) -> str:
-    """The plot of one results.json record."""
+    """The plot of one results.json record (A/B: every run, colored by side)."""
     runs = [run for run in rec.get("runs", []) if run.get("steps")]
+    m = rec.get("measured") or {}
+    window = tuple(m["window"]) if m.get("window") else None
+    if rec.get("mode") == "paired":
+        return _ab_svg(rec, runs, window)
     traces = []
     for run in runs:
-        # One run: it is simply "the measured step time"; A/B runs are named by label/image.
+        # One run: it is simply "the measured step time"; several are named by label/image.
         label = "measured step time" if len(runs) == 1 else run["label"]
         if len(runs) > 1 and run.get("image"):
             label += f" ({run['image']})"
         traces.append(Trace(label, [(int(i), float(t)) for i, t in run["steps"]]))
-    m = rec.get("measured") or {}
     base = rec.get("baseline") or {}
-    window = tuple(m["window"]) if m.get("window") else None
     return step_time_svg(
         traces,
         title=rec["row_id"],
@@ -214,4 +220,33 @@ def svg_for_record(rec: dict) -> str:
         median_s=m.get("step_time_s"),
         baseline_s=base.get("step_time_s"),
         tolerance=rec.get("tolerance") if base else None,
+    )
+
+
+def _ab_svg(rec: dict, runs: list[dict], window: tuple | None) -> str:
+    """A/B: baseline runs in blue, candidate runs in red; the band is the baseline image's."""
+    color = {"baseline": COLORS[0], "candidate": COLORS[1]}
+    traces, shown = [], set()
+    for run in runs:
+        label = run["label"]
+        n = sum(1 for r in runs if r["label"] == label)
+        text = f"{label} ({run.get('image')}, {n} runs)" if run.get("image") else label
+        traces.append(
+            Trace(
+                text,
+                [(int(i), float(t)) for i, t in run["steps"]],
+                color=color.get(label),
+                legend=label not in shown,
+            )
+        )
+        shown.add(label)
+    comp = rec.get("comparison") or {}
+    m = rec.get("measured") or {}
+    return step_time_svg(
+        traces,
+        title=f"{rec['row_id']}: A/B pairs",
+        window=window,  # type: ignore[arg-type]
+        median_s=m.get("step_time_s"),
+        baseline_s=comp.get("baseline_step_time_s"),
+        tolerance=rec.get("tolerance") if comp else None,
     )

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.report import results, table
+from perfgate.report.ab import ab_html
 from perfgate.report.environment import environment
 from perfgate.report.extras import stats_json
 from perfgate.report.plot import svg_for_record
@@ -27,6 +28,7 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-
 .pg-IMPROVEMENT,.verdict-IMPROVEMENT{background:#d0e4f8}
 pre{white-space:pre-wrap;max-height:30em;overflow:auto;background:#f7f7f7;padding:4px}
 section.row{margin:14px 0;border-top:1px solid #ddd;padding-top:6px}
+.pg-changed{background:#fff3c4;font-weight:bold}
 """
 
 
@@ -43,6 +45,7 @@ def _row_section(rec: dict[str, Any]) -> str:
     ]
     if any(run.get("steps") for run in rec.get("runs", [])):
         parts.append(f'<div class="plot">{svg_for_record(rec)}</div>')
+    parts.append(ab_html(rec))
     if rec.get("measured") or rec.get("comparison"):
         parts.append(_details("stats", json.dumps(stats_json(rec), indent=1)))
     parts.append(_details("repro command", rec.get("repro", "")))

@@ -3,7 +3,9 @@
 The file is replaced atomically (temp file + fsync + rename) after every row, so an
 interrupted session keeps what it had. `perfgate report results.json` renders from it alone.
 A record holds a list of runs (label, image, versions, per-step times) so an A/B row can carry
-two containers; single-mode rows have one run labelled "baseline".
+two containers; single-mode rows have one run labelled "baseline". A/B records (mode
+"paired") add "ab": both sides (image, digest, versions, pooled step time), the versions that
+changed, every pair (order, step times, delta), the stored-baseline drift.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ def plan_dict(plan: JobPlan) -> dict[str, Any]:
         "srun_command": plan.srun_command,
         "workload_spec": plan.workload_spec,
         "job_dir": plan.job_dir,
+        "launches": [{"label": label, "image": image} for label, image in plan.launches],
+        "max_pairs": plan.max_pairs,
     }
 
 
@@ -96,6 +100,7 @@ def record(
         "plan": plan_dict(plan) if plan else None,
         "description": description,
         "notes": list(ev.notes) if ev else [],
+        "ab": ev.ab if ev else None,
     }
     if ev is None:
         return rec
@@ -118,6 +123,14 @@ def record(
             "baseline_step_time_s": c.baseline_step_time_s,
             "candidate_step_time_s": c.candidate_step_time_s,
             "pair_deltas": list(c.pair_deltas),
+            "detectable": _finite(c.detectable),
+            "alpha": c.alpha,
+            "ci_level": c.ci_level,
+            "df": _finite(c.df),
+            "sigma": _finite(c.sigma),
+            "n_baseline": c.n_baseline,
+            "n_candidate": c.n_candidate,
+            "n_unsteady": c.n_unsteady,
         }
     res = ev.result
     if res is not None:
@@ -127,6 +140,7 @@ def record(
                 {
                     "label": run.label,
                     "image": run.image,
+                    "image_digest": run.image_digest,
                     "versions": dict(run.versions),
                     "mock_data": run.mock_data,
                     "log_path": run.log_path,

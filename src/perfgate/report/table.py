@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable, Sequence
 from html import escape
 from typing import Any
 
+from perfgate.report import ab
+
 VERDICT_ORDER = (
     "REGRESSION",
     "INFRA",
@@ -76,6 +78,9 @@ def _step(rec: Record) -> tuple[float | None, str]:
 
 
 def _baseline(rec: Record) -> tuple[float | None, str]:
+    if ab.is_ab(rec) and rec.get("comparison"):  # the baseline image, in the same allocation
+        b = rec["comparison"].get("baseline_step_time_s")
+        return b, _num(b, ".4g", " s (A/B)")
     b = (rec.get("baseline") or {}).get("step_time_s")
     return b, _num(b, ".4g", " s")
 
@@ -111,6 +116,10 @@ def _verdict(rec: Record) -> tuple[float | None, str]:
     return rank, v
 
 
+def _mode(rec: Record) -> tuple[float | None, str]:
+    return None, ab.mode_text(rec)
+
+
 def _job(rec: Record) -> tuple[float | None, str]:
     return None, str((rec.get("job") or {}).get("job_id") or "")
 
@@ -128,6 +137,7 @@ COLUMNS: Sequence[tuple[str, str, Callable[[Record], tuple[float | None, str]]]]
     ("mfu", "MFU", _mfu),
     ("memory", "Peak memory", _memory),
     ("verdict", "Verdict", _verdict),
+    ("mode", "Judged by", _mode),
     ("jobid", "Slurm job", _job),
 )
 
@@ -183,11 +193,14 @@ def signoff_html(records: Sequence[Record], session: dict[str, Any] | None = Non
         '<div class="perfgate-signoff">',
         f"<h2>perfgate sign-off</h2><p>{len(records)} rows ({mode}): {badges}</p>",
     ]
+    if ab.signoff_summary(records):
+        lines.append(f"<p>{escape(ab.signoff_summary(records))}</p>")
     quiet = ("PASS", "DRY_RUN", "SKIPPED")  # counted above; skip reasons are in pytest -rs
     notable = [r for r in worst_first(records) if r.get("verdict") not in quiet]
     if notable:
         lines.append(
-            "<table><tr><th>Verdict</th><th>Row</th><th>Δ step time</th><th>Detail</th></tr>"
+            "<table><tr><th>Verdict</th><th>Row</th><th>Judged by</th><th>Δ step time</th>"
+            "<th>Detail</th></tr>"
         )
         for r in notable:
             delta = _delta(r)[1]
@@ -196,7 +209,8 @@ def signoff_html(records: Sequence[Record], session: dict[str, Any] | None = Non
                 detail = f"{r['diagnosis'].get('cause')}: {r['diagnosis'].get('message')}"
             lines.append(
                 f"<tr><td>{escape(r.get('verdict', ''))}</td><td>{escape(r['row_id'])}</td>"
-                f"<td>{escape(delta)}</td><td>{escape(detail)}</td></tr>"
+                f"<td>{escape(ab.mode_text(r))}</td><td>{escape(delta)}</td>"
+                f"<td>{escape(detail)}</td></tr>"
             )
         lines.append("</table>")
     lines.append("</div>")
@@ -210,6 +224,8 @@ def terminal_lines(records: Sequence[Record]) -> list[str]:
     out = ["  ".join(f"{v}: {c[v]}" for v in order)]
     if c.get("SKIPPED"):
         out[0] += "  (pytest -rs lists why rows were skipped)"
+    if ab.signoff_summary(records):
+        out.append(ab.signoff_summary(records))
     for r in worst_first(records):
         if r.get("verdict") in ("PASS", "DRY_RUN", "SKIPPED"):
             continue
