@@ -259,3 +259,24 @@ def test_a_side_without_steady_runs_is_infra(real, row) -> None:
     ev = evaluate_ab(row, result(nan), source="live", first_pairs=3, max_pairs=8)
     assert ev.verdict == "INFRA" and ev.cause == "NAN"
     assert "run 2 (candidate): NaN grad norm at 7" in ev.message
+
+
+def test_a_cluster_noise_prior_reaches_the_rule_and_the_job_callback(real) -> None:
+    """stats.Noise travels with PairsRule (pickled into the job): a quiet cluster's prior
+    (0.2% per launch, 50 df) resolves what the default (1.6% per pair, 2 df) cannot."""
+    import pickle
+
+    base = [[t * b for t in real] for b, _ in EFFECTS[:3]]
+    cand = [[t * c * 1.025 for t in real] for _, c in EFFECTS[:3]]  # a 2.5% slowdown
+    default = abgate.judge(base, cand, 0.02, first_pairs=3, max_pairs=8)
+    quiet = stats.Noise(run_cv=0.002, df=50)
+    tuned = abgate.judge(base, cand, 0.02, first_pairs=3, max_pairs=8, noise=quiet)
+    assert default.verdict == "INCONCLUSIVE" and tuned.verdict == "REGRESSION"
+    assert tuned.resolution < default.resolution
+    assert quiet.paired()["prior_sigma"] == pytest.approx(0.002 * math.sqrt(2))
+    rule = pickle.loads(pickle.dumps(abgate.PairsRule(0.02, "auto", 3, 8, quiet)))
+    assert rule.noise == quiet
+    runs = [record(real, "baseline", b) for b, _ in EFFECTS[:3]]
+    runs += [record(real, "candidate", c * 1.025) for _, c in EFFECTS[:3]]
+    assert rule(runs) is False  # decided at 3 pairs: no more pairs asked for
+    assert abgate.PairsRule(0.02, "auto", 3, 8)(runs)  # the default prior asks for one more

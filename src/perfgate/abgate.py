@@ -19,15 +19,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perfgate.stats import ALPHA, Comparison, Window, compare_runs, needs_more_pairs
+from perfgate.stats import DEFAULT_NOISE, Comparison, Noise, Window, compare_runs, needs_more_pairs
 from perfgate.stats_rule import sequential_alpha
 
 BASELINE, CANDIDATE = "baseline", "candidate"
 
 
-def alpha_for(first_pairs: int, max_pairs: int) -> float:
+def alpha_for(first_pairs: int, max_pairs: int, noise: Noise = DEFAULT_NOISE) -> float:
     """The one-sided false-alarm rate of each look of a first_pairs..max_pairs loop."""
-    return sequential_alpha(ALPHA, first_pairs, max_pairs)
+    return sequential_alpha(noise.alpha, first_pairs, max_pairs)
 
 
 def judge(
@@ -38,6 +38,7 @@ def judge(
     *,
     first_pairs: int,
     max_pairs: int,
+    noise: Noise = DEFAULT_NOISE,
 ) -> Comparison:
     """The paired comparison of pair i = (baseline_runs[i], candidate_runs[i])."""
     return compare_runs(
@@ -46,7 +47,8 @@ def judge(
         tolerance,
         paired=True,
         window=window,
-        alpha=alpha_for(first_pairs, max_pairs),
+        alpha=alpha_for(first_pairs, max_pairs, noise),
+        **noise.paired(),
     )
 
 
@@ -82,6 +84,7 @@ class PairsRule:
     window: Window
     first_pairs: int
     max_pairs: int
+    noise: Noise = DEFAULT_NOISE
 
     def __call__(self, runs: Sequence[Any]) -> str | bool:
         base, cand = split_pairs(runs)
@@ -95,6 +98,7 @@ class PairsRule:
             self.window,
             first_pairs=self.first_pairs,
             max_pairs=self.max_pairs,
+            noise=self.noise,
         )
         if not wants_another_pair(comp, self.max_pairs):
             return False

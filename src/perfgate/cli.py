@@ -230,6 +230,16 @@ def _add_compare_command(sub: argparse._SubParsersAction) -> None:
         help="warm-up removal: auto (MSER-5) or fixed steps, e.g. 35:44 (llmb)",
     )
     p.add_argument("--alpha", type=float, default=None, help="false-alarm rate (default 0.01)")
+    p.add_argument(
+        "--noise-cv",
+        type=float,
+        default=None,
+        metavar="CV",
+        help="run-to-run noise of one launch (default 0.011, from Megatron-LM CI A/A pairs)",
+    )
+    p.add_argument(
+        "--noise-df", type=float, default=None, metavar="DF", help="its weight (default 2)"
+    )
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
     p.set_defaults(func=_run_compare)
 
@@ -261,20 +271,23 @@ def _run_compare(args: argparse.Namespace) -> int:
     from perfgate.stats import (
         ALPHA,
         DEFAULT_TOLERANCE,
+        Noise,
         compare_runs,
         compare_to_baseline,
         parse_window,
     )
 
     window = parse_window(args.window)
-    alpha = ALPHA if args.alpha is None else args.alpha
+    noise = Noise(ALPHA if args.alpha is None else args.alpha, args.noise_cv, args.noise_df)
     tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
     cand = _compare_summaries(args.candidate, window, "candidate")
     if args.baseline is not None:
         if args.baseline_spread is not None or args.baseline_runs != 1:
             raise ConfigError("--baseline-spread/--baseline-runs go with --baseline-step-time")
         base = _compare_summaries(args.baseline, window, "baseline")
-        result = compare_runs(base, cand, tolerance, args.paired, window, alpha=alpha)
+        prior = noise.paired() if args.paired else noise.stored()
+        prior["alpha"] = noise.alpha
+        result = compare_runs(base, cand, tolerance, args.paired, window, **prior)
         files = {"baseline_files": list(args.baseline)}
     else:
         if args.paired:
@@ -287,7 +300,7 @@ def _run_compare(args: argparse.Namespace) -> int:
             step_time_spread_s=args.baseline_spread,
             n_runs=args.baseline_runs,
         )
-        result = compare_to_baseline(cand, stored, tolerance, window, alpha=alpha)
+        result = compare_to_baseline(cand, stored, tolerance, window, **noise.stored())
         files = {}
     data = {**result.to_dict(), **files, "candidate_files": list(args.candidate)}
     if args.json:

@@ -136,6 +136,7 @@ class PerfgateState:
             window=s.window,
             first_pairs=s.launch.pairs,
             max_pairs=s.launch.max_pairs,
+            noise=s.noise,
         )
 
     def evaluate(self, item: pytest.Item, row: Row) -> Evaluation:
@@ -168,8 +169,11 @@ class PerfgateState:
                     max_pairs=s.launch.max_pairs,
                     window=s.window,
                     tolerance=s.tolerance,
+                    noise=s.noise,
                 )
-        return verdicts.evaluate(row, result, source=s.mode, window=s.window, tolerance=s.tolerance)
+        return verdicts.evaluate(
+            row, result, source=s.mode, window=s.window, tolerance=s.tolerance, noise=s.noise
+        )
 
     def _dry_run(self, row: Row, info: dict[str, Any]) -> Evaluation:
         from perfgate import launch

@@ -135,6 +135,29 @@ def addoption(parser: pytest.Parser) -> None:
         help="allowed slowdown as a fraction, e.g. 0.03 (overrides the rows' tolerance)",
     )
     g.addoption(
+        "--alpha",
+        type=float,
+        default=None,
+        help="false-alarm rate of a REGRESSION verdict at no change (default 0.01)",
+    )
+    g.addoption(
+        "--noise-cv",
+        type=float,
+        default=None,
+        metavar="CV",
+        help="run-to-run noise of one launch on this cluster, as a fraction (default 0.011, "
+        "fitted to Megatron-LM CI A/A pairs: pessimistic for large jobs); measure yours with "
+        "perfgate compare on A/A runs",
+    )
+    g.addoption(
+        "--noise-df",
+        type=float,
+        default=None,
+        metavar="DF",
+        help="weight of --noise-cv in degrees of freedom (default 2: heavy tails; more when "
+        "it comes from many A/A runs)",
+    )
+    g.addoption(
         "--override",
         metavar="PATH=VALUE",
         action="append",

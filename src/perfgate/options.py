@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from perfgate import stats
 from perfgate.errors import ConfigError
 from perfgate.launch.types import LaunchOptions
 from perfgate.option_group import EXECUTORS, RUNTIMES, addoption
@@ -33,6 +34,7 @@ class Settings:
     gpus: str | None = None
     window: Any = "auto"  # "auto" or (first, last) inclusive step numbers
     tolerance: float | None = None
+    noise: stats.Noise = field(default_factory=stats.Noise)  # --alpha, --noise-cv, --noise-df
     steps: int | None = None  # --steps given: it wins over the rows' own step counts
     strict: bool = False
     resume: bool = False
@@ -93,16 +95,18 @@ def read_env_file(path: str) -> dict[str, str]:
 
 def parse_window(text: str) -> Any:
     """auto, or FIRST:LAST inclusive 0-based steps."""
-    if text == "auto":
-        return "auto"
-    first, sep, last = text.partition(":")
-    try:
-        a, b = int(first), int(last)
-    except ValueError:
-        a = b = -1
-    if not sep or a < 0 or b < a:
+    window = stats.parse_window(text)
+    if window != "auto" and not 0 <= window[0] <= window[1]:
         raise ConfigError(f"--window {text!r}: expected auto or FIRST:LAST, e.g. 35:44")
-    return (a, b)
+    return window
+
+
+def _noise(alpha: float | None, cv: float | None, df: float | None) -> stats.Noise:
+    """--alpha, --noise-cv and --noise-df as the comparisons' noise assumptions."""
+    try:
+        return stats.Noise(alpha=stats.ALPHA if alpha is None else alpha, run_cv=cv, df=df)
+    except ConfigError as e:
+        raise ConfigError(f"--alpha/--noise-cv/--noise-df: {e}") from None
 
 
 def strict_mode(config: pytest.Config) -> bool:
@@ -207,6 +211,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
         gpus=opt("gpus"),
         window=parse_window(opt("window")),
         tolerance=tol,
+        noise=_noise(opt("alpha"), opt("noise_cv"), opt("noise_df")),
         steps=steps,
         strict=strict_mode(config),
         resume=opt("resume"),
@@ -237,6 +242,9 @@ def run_args(config: pytest.Config) -> list[str]:
         ("steps", "--steps"),
         ("window", "--window"),
         ("tolerance", "--tolerance"),
+        ("alpha", "--alpha"),
+        ("noise_cv", "--noise-cv"),
+        ("noise_df", "--noise-df"),
         ("finetune_data", "--finetune-data"),
         ("baselines_dir", "--baselines-dir"),
         ("replay", "--replay"),

@@ -144,6 +144,36 @@ def json_ready(x: Any) -> Any:
     return x
 
 
+@dataclass(frozen=True)
+class Noise:
+    """What a comparison assumes about noise its runs cannot show: the false-alarm rate and
+    the run-to-run prior (a cluster's own A/A measurements may replace the default one)."""
+
+    alpha: float = ALPHA
+    run_cv: float | None = None  # sigma of log(step time) of one launch; None: the default
+    df: float | None = None  # the prior's weight in degrees of freedom; None: PRIOR_DF
+
+    def __post_init__(self) -> None:
+        if not 0 < self.alpha < 0.5:
+            raise ConfigError(f"alpha {self.alpha}: must be a fraction in (0, 0.5), e.g. 0.01")
+        if self.run_cv is not None and not 0 < self.run_cv < 0.5:
+            raise ConfigError(f"noise CV {self.run_cv}: must be a fraction in (0, 0.5)")
+        if self.df is not None and not self.df > 0:
+            raise ConfigError(f"noise df {self.df}: must be positive")
+
+    def stored(self) -> dict[str, Any]:
+        """Keyword arguments of compare_to_baseline and unpaired compare_runs."""
+        return {"alpha": self.alpha, "prior_sigma": self.run_cv, "prior_df": self.df}
+
+    def paired(self) -> dict[str, Any]:
+        """The pair prior (a pair's log ratio has two launches' noise) for paired compare_runs."""
+        sigma = None if self.run_cv is None else self.run_cv * math.sqrt(2)
+        return {"prior_sigma": sigma, "prior_df": self.df}
+
+
+DEFAULT_NOISE = Noise()
+
+
 def parse_window(text: str, option: str = "--window") -> Window:
     """'auto' or 'FIRST:LAST' (inclusive 0-based steps, e.g. 35:44 as llmb) from an option."""
     if text == "auto":

@@ -188,6 +188,7 @@ def evaluate(
     window: stats.Window = "auto",
     tolerance: float | None = None,
     convention: str | None = None,
+    noise: stats.Noise = stats.DEFAULT_NOISE,
 ) -> Evaluation:
     """Judge one row from its RunResult: INFRA, NO_BASELINE or the comparison's verdict."""
     notes = tuple(result.notes)  # e.g. after a requeue: only the last attempt was measured
@@ -230,7 +231,9 @@ def evaluate(
             series=series,
             **common,
         )
-    comp = stats.compare_to_baseline([series.step_times], base, tolerance=tol, window=window)
+    comp = stats.compare_to_baseline(
+        [series.step_times], base, tolerance=tol, window=window, **noise.stored()
+    )
     return Evaluation(
         row=row,
         verdict=comp.verdict,

@@ -55,6 +55,7 @@ def evaluate_ab(
     window: stats.Window = "auto",
     tolerance: float | None = None,
     convention: str | None = None,
+    noise: stats.Noise = stats.DEFAULT_NOISE,
 ) -> Evaluation:
     """Judge one row from its A/B job: the paired verdict, with sides, pairs and drift."""
     tol = tolerance_of(row, tolerance)
@@ -98,6 +99,7 @@ def evaluate_ab(
         window,
         first_pairs=first_pairs,
         max_pairs=max_pairs,
+        noise=noise,
     )
     ab.update(pair_table(runs, base, cand, comp, first_pairs))
     if comp.n_candidate == 0:
@@ -108,7 +110,7 @@ def evaluate_ab(
     steady_cand = [comp.candidate[i] for i in used]
     for side, summaries in ((abgate.BASELINE, steady_base), (abgate.CANDIDATE, steady_cand)):
         ab["sides"][side].update(pooled(summaries))
-    ab["drift"] = drift(row, steady_base, steady_cand, tol, window)
+    ab["drift"] = drift(row, steady_base, steady_cand, tol, window, noise)
     measured = pooled_measured(row, steady_cand, [cand[i] for i in used])
     return Evaluation(
         row=row,
@@ -289,13 +291,16 @@ def drift(
     cand: Sequence[RunSummary],
     tolerance: float,
     window: stats.Window,
+    noise: stats.Noise = stats.DEFAULT_NOISE,
 ) -> dict[str, Any] | None:
     """Both images against the stored baseline (informational: it never decides the row)."""
     if row.baseline is None:
         return None
     out: dict[str, Any] = {"stored_step_time_s": row.baseline.step_time_s}
     for side, summaries in ((abgate.BASELINE, base), (abgate.CANDIDATE, cand)):
-        comp = stats.compare_to_baseline(list(summaries), row.baseline, tolerance, window)
+        comp = stats.compare_to_baseline(
+            list(summaries), row.baseline, tolerance, window, **noise.stored()
+        )
         out[side] = _drift_side(comp)
     return out
 

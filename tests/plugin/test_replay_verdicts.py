@@ -132,3 +132,39 @@ def test_shipped_examples_replay_as_labelled(suite):
     assert rows["pretrain-nemotron4_15b-h100-bf16-64gpu-tp2"]["verdict"] == "INCONCLUSIVE"
     assert rows["pretrain-nemotron4_340b-h100-bf16-256gpu-tp8pp8"]["verdict"] == "REGRESSION"
     assert default.ret == 1
+
+
+def test_a_cluster_noise_prior_resolves_what_the_default_cannot(suite):
+    """--noise-cv/--noise-df replace the pessimistic default prior (Megatron-LM CI A/A pairs):
+    with 0.5% run-to-run noise known from 20 df of A/A runs, the -1.5% run is a PASS and the
+    +6.9% run a REGRESSION at 5%, where the default prior left both INCONCLUSIVE."""
+    suite.real_baselines()
+    result = suite.run(
+        f"--replay={EXAMPLES}", "-m", "h100", "--noise-cv", "0.005", "--noise-df", "20"
+    )
+    rows = suite.results()["rows"]
+    assert rows["pretrain-nemotron4_15b-h100-bf16-64gpu-tp2"]["verdict"] == "PASS"
+    fp8 = rows["pretrain-nemotron4_15b-h100-fp8ds-128gpu-tp2"]
+    assert fp8["verdict"] == "REGRESSION" and fp8["outcome"] == "failed"
+    assert result.ret == 1
+    # Or keep the default prior and accept more false alarms: at alpha 0.2 one run resolves
+    # 5% (t at 2 df is 1.06 instead of 6.96), with the same two verdicts.
+    suite.run(f"--replay={EXAMPLES}", "-m", "h100", "--alpha", "0.2")
+    rows = suite.results()["rows"]
+    assert rows["pretrain-nemotron4_15b-h100-bf16-64gpu-tp2"]["verdict"] == "PASS"
+    assert rows["pretrain-nemotron4_15b-h100-fp8ds-128gpu-tp2"]["verdict"] == "REGRESSION"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--alpha", "0.7"), "alpha 0.7: must be a fraction in (0, 0.5)"),
+        (("--noise-cv", "0"), "noise CV 0.0: must be a fraction in (0, 0.5)"),
+        (("--noise-df", "-1"), "noise df -1.0: must be positive"),
+    ],
+)
+def test_bad_noise_options_are_one_line_usage_errors(suite, args, message):
+    suite.real_baselines()
+    result = suite.run(f"--replay={EXAMPLES}", "-m", "h100", *args)
+    assert result.ret == 4
+    assert any(message in line for line in result.errlines)
