@@ -22,6 +22,7 @@ from perfgate import atomic, catalog
 from perfgate.errors import ConfigError
 from perfgate.launch.types import JobPlan
 from perfgate.secrets import redact
+from perfgate.stats import json_ready
 from perfgate.verdicts import Evaluation
 
 SCHEMA = "perfgate.results/1"
@@ -209,20 +210,9 @@ class ResultsFile:
         write_json_atomic(self.path, self.data)
 
 
-def _clean(x: Any) -> Any:
-    """NaN and infinities become null: results.json stays strict JSON."""
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_clean(v) for v in x]
-    return x
-
-
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON to a temp file beside path, fsync, then rename over path."""
-    atomic.write_json(path, _clean(data), allow_nan=False, default=str)
+    atomic.write_json(path, json_ready(data), allow_nan=False, default=str)
 
 
 def read(path: str | os.PathLike[str]) -> dict[str, Any]:
