@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -60,6 +61,16 @@ class _Entry:
         return self.result is not None
 
 
+def require_slurm() -> None:
+    """A one-line error on a machine without Slurm's commands, before any row is planned."""
+    missing = [c for c in ("sbatch", "srun", "squeue", "scancel") if shutil.which(c) is None]
+    if missing:
+        raise PerfgateError(
+            f"no Slurm here ({', '.join(missing)} not on PATH): run from a login node, or use "
+            "--dry-run, --replay DIR or --executor local"
+        )
+
+
 class LaunchSession:
     """Submits rows as Slurm (or local) jobs and hands each test its RunResult."""
 
@@ -97,6 +108,8 @@ class LaunchSession:
 
     def submit_all(self, rows: Iterable[Row], test_ids: Mapping[str, str] | None = None) -> None:
         """Plan every row (errors surface now, before anything runs), then submit what fits."""
+        if self.options.executor == "slurm":
+            require_slurm()
         export_secrets(self.options.env)
         for row in rows:
             if row.id in self.entries:
