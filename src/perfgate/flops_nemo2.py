@@ -96,7 +96,8 @@ def _deepseekv3(m: ModelArch, s: int) -> float:
     return attention + 6 * params * s + vocab
 
 
-def _hybrid(m: ModelArch, s: int) -> float:
+def hybrid_flops(m: ModelArch, s: int) -> float:
+    """Hybrid Mamba/attention/MLP/MoE models (Nemotron-H) by their layer pattern."""
     h, n, g = m.hidden_size, m.num_attention_heads, m.num_query_groups
     counts = m.hybrid_counts()
     attn = 6 * s * h * (h + g / n * h * 2 + s / 2 * 2 + h)
@@ -165,7 +166,7 @@ def flops_per_sample(m: ModelArch, s: int) -> float:
     if family == "deepseek":
         return _deepseekv3(m, s)
     if family == "nemotronh":
-        return _hybrid(m, s)
+        return hybrid_flops(m, s)
     if family == "gpt_oss":
         return gpt_oss_flops(m, s, m.kv_channels or m.hidden_size // m.num_attention_heads)
     raise AssertionError(f"no nemo2 formula for family {family!r}")

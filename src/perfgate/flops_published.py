@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from perfgate.errors import ConfigError
-from perfgate.flops_nemo2 import gpt_oss_flops
+from perfgate.flops_nemo2 import gpt_oss_flops, hybrid_flops
 from perfgate.models import ModelArch
 
 LLMB_FAMILIES = ("nemotron4", "llama")
@@ -74,30 +74,9 @@ def _deepseekv3(m: ModelArch, s: int) -> float:
 
 
 def _nemotronh(m: ModelArch, s: int) -> float:
-    h, n, g = m.hidden_size, m.num_attention_heads, m.num_query_groups
-    counts = m.hybrid_counts()
-    attn = 6 * s * h * (h + g / n * h * 2 + s / 2 * 2 + h)
-    nheads = m.mamba_num_heads or 2 * h // (m.mamba_head_dim or 64)
-    d_in = nheads * (m.mamba_head_dim or 64)
-    state, groups = m.mamba_state_dim or 0, m.mamba_num_groups or 0
-    mamba = (
-        6 * s * h * (2 * d_in + 2 * groups * state + nheads)
-        + 3 * 2 * s * d_in * state
-        + 6 * s * d_in * h
-    )
-    mlp = 6 * s * h * m.ffn_hidden_size * 3
-    moe = (
-        6 * s * m.moe_router_topk * h * (m.moe_ffn_hidden_size or 0) * 2
-        + 6 * s * h * m.moe_shared_expert_intermediate_size * 2
-        + 6 * s * h * (m.num_experts or 0)
-    )
-    return (
-        counts["*"] * attn
-        + counts["M"] * mamba
-        + counts["-"] * mlp
-        + counts["E"] * moe
-        + 6 * s * h * m.vocab_size
-    )
+    # Automodel counts a hybrid model exactly as NeMo 2 does (d_inner = mamba heads x head
+    # dim, gated MLP, router included): one formula, flops_nemo2's.
+    return hybrid_flops(m, s)
 
 
 def automodel_flops_per_sample(m: ModelArch, s: int) -> float:
