@@ -249,7 +249,7 @@ def _compare_summaries(files: Sequence[str], window: Any, side: str) -> list[Any
     from dataclasses import replace
 
     from perfgate.stats import summarize_run
-    from perfgate.stats_files import read_run
+    from perfgate.stats.files import read_run
 
     out = []
     for arg in files:

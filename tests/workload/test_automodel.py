@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import stepfile
 from perfgate.errors import ConfigError
+from perfgate.logs import stepfile
 from perfgate.workload import dispatch
 from perfgate.workload.automodel_bases import BASES
 from perfgate.workload.automodel_config import (

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import stepfile
 from perfgate.errors import ConfigError
+from perfgate.logs import stepfile
 from perfgate.workload import dispatch
 from perfgate.workload.bridge_plan import (
     describe_bridge,

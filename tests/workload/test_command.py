@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import stepfile
+from perfgate.logs import stepfile
 from perfgate.workload import dispatch
 from perfgate.workload.runtime import RANK0_LOG, STEPS_FILE, RankInfo
 from perfgate.workload.spec import WorkloadSpec

@@ -1,6 +1,6 @@
 """pytest-html 4 hooks: extra columns, the sign-off summary, title and environment table.
 
-Registered by perfgate.plugin only when pytest-html is active (its hook specs must exist).
+Registered by perfgate.suite.plugin only when pytest-html is active (its hook specs must exist).
 pytest-html renders cells, summary and environment values with innerHTML: all is escaped.
 """
 

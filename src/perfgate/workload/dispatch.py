@@ -16,8 +16,8 @@ from pathlib import Path
 from types import FrameType
 
 from perfgate.errors import ConfigError, PerfgateError
+from perfgate.logs.stepfile import StepRecord
 from perfgate.secrets import redact
-from perfgate.stepfile import StepRecord
 from perfgate.workload.runtime import (
     STEPS_FILE,
     RankInfo,

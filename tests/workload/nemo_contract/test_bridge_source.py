@@ -18,8 +18,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from perfgate import stepfile
-from perfgate.stepfile import StepRecord
+from perfgate.logs import stepfile
+from perfgate.logs.stepfile import StepRecord
 from perfgate.workload.bridge_plan import (
     BRIDGE_MODELS,
     PRECISIONS,

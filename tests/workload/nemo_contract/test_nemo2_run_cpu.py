@@ -23,8 +23,8 @@ import pytest
 import torch
 from nemo.utils.exp_manager import TimingCallback
 
-from perfgate import stepfile
-from perfgate.stepfile import StepRecord
+from perfgate.logs import stepfile
+from perfgate.logs.stepfile import StepRecord
 from perfgate.workload.nemo2_callback import PerfgateStepCallback
 from perfgate.workload.runtime import Recorder
 from perfgate.workload.spec import WorkloadSpec

@@ -1,0 +1,43 @@
+"""The catalog: rows and baselines of baselines/<gpu>.json (the API the other packages call)."""
+
+from perfgate.catalog.rows import (
+    BACKENDS,
+    FLOPS_CONVENTIONS,
+    FP8_RECIPES,
+    PRECISIONS,
+    TASKS,
+    Baseline,
+    Catalog,
+    GpuCounts,
+    Provenance,
+    Row,
+    canonical_id,
+    dump_rows,
+    load_catalog,
+    load_file,
+    parse_gpu_counts,
+    row_from_dict,
+    row_to_dict,
+    update_baselines,
+)
+
+__all__ = [
+    "BACKENDS",
+    "FLOPS_CONVENTIONS",
+    "FP8_RECIPES",
+    "PRECISIONS",
+    "TASKS",
+    "Baseline",
+    "Catalog",
+    "GpuCounts",
+    "Provenance",
+    "Row",
+    "canonical_id",
+    "dump_rows",
+    "load_catalog",
+    "load_file",
+    "parse_gpu_counts",
+    "row_from_dict",
+    "row_to_dict",
+    "update_baselines",
+]
