@@ -9,10 +9,10 @@ import re
 from html.parser import HTMLParser
 
 from perfgate.catalog import Baseline, Provenance, Row
-from perfgate.launch.types import RunRecord, RunResult
 from perfgate.logs import Step, StepSeries
 from perfgate.report import ab, render, results, table
 from perfgate.report.plot import COLORS, svg_for_record
+from perfgate.runs import RunRecord, RunResult
 from perfgate.verdicts import pairs_rule
 from perfgate.verdicts.paired import evaluate_ab
 

@@ -16,8 +16,8 @@ import pytest
 
 from perfgate import stats
 from perfgate.catalog import Baseline, Provenance, Row
-from perfgate.launch.types import Diagnosis, RunRecord, RunResult
 from perfgate.logs import Step, StepSeries
+from perfgate.runs import Diagnosis, RunRecord, RunResult
 from perfgate.verdicts import pairs_rule
 from perfgate.verdicts.paired import evaluate_ab
 

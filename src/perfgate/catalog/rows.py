@@ -1,9 +1,8 @@
-"""Rows and baselines: the schema of baselines/<gpu>.json, load, validate, select, save.
+"""Rows and baselines: one model x GPU x precision x scale configuration, and the value lists.
 
-A row is one model x GPU x precision x scale configuration: everything needed to launch it
-and to judge it. Files are plain JSON lists of rows, one file per GPU type. The JSON form
-lives in catalog_schema, the rules in catalog_validate, locked atomic writes in catalog_store;
-this module is the API the others call.
+A row is everything needed to launch one configuration and to judge it. The JSON form lives in
+catalog.schema, the rules in catalog.validate, reading and locked atomic writes in
+catalog.store; each name a row may take is listed here once (TASKS, BACKENDS, GPUS, ...).
 
 Row overrides are dotted paths: for NeMo rows the recipe paths as seed 002 names them
 ("recipe.model.config.enable_cuda_graph"); for Automodel rows "config" names the benchmark
@@ -14,11 +13,9 @@ launcher's default applies.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from perfgate import hardware
@@ -37,6 +34,11 @@ PRECISION_TOKENS = {
     ("nvfp4", None): "nvfp4",
 }
 FLOPS_CONVENTIONS = ("nemo2", "megatron", "llmb", "automodel")
+# GPU types, in the order of hardware.GPUS (their specs): row markers, file names, replay.
+GPUS = tuple(hardware.GPUS)
+# How rows run: the executor (--executor) and how a launch gets its image (--container-runtime).
+EXECUTORS = ("slurm", "local")
+RUNTIMES = ("pyxis", "none")
 
 
 @dataclass(frozen=True)
@@ -173,142 +175,6 @@ def canonical_id(row: Row) -> str:
     return "-".join(parts)
 
 
-# --- the file format (perfgate.catalog.schema) ---------------------------------------------
-
-
-def row_from_dict(data: object, origin: str = "<row>", *, index: int | None = None) -> Row:
-    """Build and validate one row from its JSON object.
-
-    origin names the file in error messages; index is the row's position, used when the row
-    has no usable id.
-    """
-    from perfgate.catalog import schema
-
-    return schema.row_from_dict(data, origin, index=index)
-
-
-def row_to_dict(row: Row) -> dict[str, Any]:
-    """The row as its JSON object: stable key order, defaults omitted."""
-    from perfgate.catalog import schema
-
-    return schema.row_to_dict(row)
-
-
-def dump_rows(rows: Iterable[Row]) -> str:
-    """The text of a baselines file holding these rows (what update_baselines writes)."""
-    return json.dumps([row_to_dict(r) for r in rows], indent=2, ensure_ascii=False) + "\n"
-
-
-# --- loading --------------------------------------------------------------------------------
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read baselines file ({e.strerror})") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ConfigError(
-            f"{path}: not valid JSON: line {e.lineno} column {e.colno}: {e.msg}"
-        ) from None
-
-
-def load_file(path: str | Path) -> list[Row]:
-    """Read and validate one baselines/<gpu>.json file: its rows in file order."""
-    path = Path(path)
-    data = _read_json(path)
-    if not isinstance(data, list):
-        raise ConfigError(f"{path}: a baselines file must hold a JSON list of rows")
-    rows: list[Row] = []
-    seen: set[str] = set()
-    for index, item in enumerate(data):
-        row = row_from_dict(item, str(path), index=index)
-        if row.gpu != path.stem:
-            raise ConfigError(
-                f"{path}: row {row.id}: field 'gpu': a {row.gpu!r} row belongs in "
-                f"{row.gpu}.json, not {path.name}"
-            )
-        if row.id in seen:
-            raise ConfigError(f"{path}: row {row.id}: field 'id': duplicate id in this file")
-        seen.add(row.id)
-        rows.append(row)
-    return rows
-
-
-def _file_order(path: Path) -> tuple[int, str]:
-    names = list(hardware.GPUS)
-    return (names.index(path.stem) if path.stem in names else len(names), path.name)
-
-
-@dataclass(frozen=True)
-class Catalog:
-    """Every row of a baselines folder: rows in file order (files in GPU order), by id."""
-
-    rows: tuple[Row, ...]
-    by_id: dict[str, Row]
-    files: dict[str, Path]
-
-    def file_of(self, row_id: str) -> Path:
-        """The file that holds this row."""
-        try:
-            return self.files[row_id]
-        except KeyError:
-            raise ConfigError(f"unknown row id {row_id!r}") from None
-
-    def get(self, row_id: str) -> Row:
-        """The row with this id; a clear error when there is none."""
-        try:
-            return self.by_id[row_id]
-        except KeyError:
-            raise ConfigError(f"unknown row id {row_id!r}") from None
-
-    def select(
-        self,
-        *,
-        gpu: str | None = None,
-        num_gpus: str | Callable[[int], bool] | None = None,
-        task: str | None = None,
-        model: str | None = None,
-        backend: str | None = None,
-    ) -> tuple[Row, ...]:
-        """Rows matching every given filter; num_gpus takes a spec like "8,32-64"."""
-        counts = parse_gpu_counts(num_gpus) if isinstance(num_gpus, str) else num_gpus
-        return tuple(
-            r
-            for r in self.rows
-            if (gpu is None or r.gpu == gpu)
-            and (counts is None or counts(r.num_gpus))
-            and (task is None or r.task == task)
-            and (model is None or r.model == model)
-            and (backend is None or r.backend == backend)
-        )
-
-
-def load_catalog(directory: str | Path = "baselines") -> Catalog:
-    """Load every <gpu>.json of a folder; ids must be unique across files."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise ConfigError(f"{directory}: baselines folder not found")
-    rows: list[Row] = []
-    files: dict[str, Path] = {}
-    for path in sorted(directory.glob("*.json"), key=_file_order):
-        if path.stem not in hardware.GPUS:
-            known = ", ".join(f"{g}.json" for g in hardware.GPUS)
-            raise ConfigError(f"{path}: not a baselines file name; expected one of {known}")
-        for row in load_file(path):
-            if row.id in files:
-                raise ConfigError(
-                    f"{path}: row {row.id}: field 'id': duplicate of a row in {files[row.id]}"
-                )
-            files[row.id] = path
-            rows.append(row)
-    return Catalog(rows=tuple(rows), by_id={r.id: r for r in rows}, files=files)
-
-
 # --- GPU-count filters ----------------------------------------------------------------------
 
 _COUNT_PART = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
@@ -346,39 +212,3 @@ def parse_gpu_counts(spec: str) -> Callable[[int], bool]:
             raise ConfigError(f"bad GPU count spec {spec!r}: range {part.strip()!r} is empty")
         ranges.append((lo, hi))
     return GpuCounts(spec=spec.strip(), ranges=tuple(ranges))
-
-
-# --- saving ---------------------------------------------------------------------------------
-
-
-def update_baselines(directory: str | Path, updates: Mapping[str, Baseline]) -> str:
-    """Store new baselines for these row ids, atomically and under a lock per file.
-
-    Each file is re-read under its lock so concurrent writers (pytest-xdist workers) lose no
-    change; returns the unified diff of what changed (empty when nothing did).
-    """
-    from perfgate.catalog import store
-
-    return store.update_baselines(Path(directory), updates)
-
-
-__all__ = [
-    "BACKENDS",
-    "FLOPS_CONVENTIONS",
-    "FP8_RECIPES",
-    "PRECISIONS",
-    "TASKS",
-    "Baseline",
-    "Catalog",
-    "GpuCounts",
-    "Provenance",
-    "Row",
-    "canonical_id",
-    "dump_rows",
-    "load_catalog",
-    "load_file",
-    "parse_gpu_counts",
-    "row_from_dict",
-    "row_to_dict",
-    "update_baselines",
-]

@@ -1,18 +1,20 @@
 """The JSON form of catalog rows: field names, kinds, defaults, and their one-line errors.
 
 Structure is checked here (unknown fields, missing fields, value kinds); what the values mean
-together (parallel layout, precision on the hardware, ids) is checked in validate.
+together (parallel layout, precision on the hardware, ids) is checked in catalog.validate.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from typing import Any
 
 from perfgate import hardware
-from perfgate.catalog import Baseline, Provenance, Row, validate
+from perfgate.catalog import validate
+from perfgate.catalog.rows import Baseline, Provenance, Row
 from perfgate.errors import ConfigError
 
 # Key order in the JSON files (stable, so diffs stay small); the first nine are required.
@@ -291,3 +293,8 @@ def row_to_dict(row: Row) -> dict[str, Any]:
         elif value != defaults[name]:
             out[name] = list(value) if isinstance(value, tuple) else value
     return out
+
+
+def dump_rows(rows: Iterable[Row]) -> str:
+    """The text of a baselines file holding these rows (what update_baselines writes)."""
+    return json.dumps([row_to_dict(r) for r in rows], indent=2, ensure_ascii=False) + "\n"

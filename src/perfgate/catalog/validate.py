@@ -8,13 +8,11 @@ pp8 vp8) and Megatron-Core layouts may leave a stage empty, so no row-level rule
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
-from perfgate import catalog, hardware, models, secrets
+from perfgate import hardware, models, secrets
+from perfgate.catalog import rows
+from perfgate.catalog.rows import Baseline, Row
 from perfgate.errors import ConfigError
-
-if TYPE_CHECKING:
-    from perfgate.catalog import Baseline, Row
 
 # Allowed relative mismatch between a stored figure and the one its step time implies: the
 # published numbers round their step times to 3-4 significant digits.
@@ -34,10 +32,10 @@ def _choice(where: str, name: str, value: str, known: tuple[str, ...] | list[str
 
 def validate_row(row: Row, where: str) -> None:
     """Raise ConfigError for the first rule the row breaks."""
-    _choice(where, "task", row.task, catalog.TASKS)
-    _choice(where, "backend", row.backend, catalog.BACKENDS)
-    _choice(where, "precision", row.precision, catalog.PRECISIONS)
-    _choice(where, "gpu", row.gpu, list(hardware.GPUS))
+    _choice(where, "task", row.task, rows.TASKS)
+    _choice(where, "backend", row.backend, rows.BACKENDS)
+    _choice(where, "precision", row.precision, rows.PRECISIONS)
+    _choice(where, "gpu", row.gpu, rows.GPUS)
     _choice(where, "model", row.model, sorted(models.MODELS))
     arch = models.get(row.model)
     spec = hardware.gpu(row.gpu)
@@ -47,7 +45,7 @@ def validate_row(row: Row, where: str) -> None:
     _check_moe(row, where, arch)
     _check_nodes(row, where, spec)
     _check_env(row, where)
-    expected = catalog.canonical_id(row)
+    expected = rows.canonical_id(row)
     if row.id != expected:
         raise _bad(where, "id", f"must be the canonical id {expected!r}", row.id)
     if row.baseline is not None:
@@ -59,7 +57,7 @@ def _check_precision(row: Row, where: str, spec: hardware.GpuSpec) -> None:
     if row.precision == "fp8":
         if row.fp8_recipe is None:
             raise _bad(where, "fp8_recipe", "is required for precision 'fp8'", row.fp8_recipe)
-        _choice(where, "fp8_recipe", row.fp8_recipe, catalog.FP8_RECIPES)
+        _choice(where, "fp8_recipe", row.fp8_recipe, rows.FP8_RECIPES)
     elif row.fp8_recipe is not None:
         raise _bad(
             where, "fp8_recipe", f"must be null for precision {row.precision!r}", row.fp8_recipe
@@ -196,13 +194,13 @@ def validate_baseline(b: Baseline, where: str) -> None:
     if b.tolerance is not None and not (0 < b.tolerance < 1):
         raise _bad(where, "baseline.tolerance", "must be a fraction in (0, 1)", b.tolerance)
     if b.flops_convention is not None:
-        _choice(where, "baseline.flops_convention", b.flops_convention, catalog.FLOPS_CONVENTIONS)
+        _choice(where, "baseline.flops_convention", b.flops_convention, rows.FLOPS_CONVENTIONS)
     elif b.tflops_per_gpu is not None or b.mfu is not None:
         raise _bad(
             where,
             "baseline.flops_convention",
             "must name the convention of tflops_per_gpu/mfu (one of "
-            + ", ".join(catalog.FLOPS_CONVENTIONS)
+            + ", ".join(rows.FLOPS_CONVENTIONS)
             + ")",
             None,
         )

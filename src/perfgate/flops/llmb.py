@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from perfgate.errors import ConfigError
+from perfgate.flops.nemo2 import flops_per_sample as nemo2
 from perfgate.flops.nemo2 import gpt_oss_flops, hybrid_flops
 from perfgate.models import ModelArch
 
@@ -67,7 +68,6 @@ def _qwen3(m: ModelArch, s: int) -> float:
 
 def _deepseekv3(m: ModelArch, s: int) -> float:
     # Automodel reads moe_layer_freq=1 from the HF config (every layer MoE) and finds no MTP.
-    from perfgate.flops.nemo2 import flops_per_sample as nemo2
 
     as_read = replace(m, moe_layer_freq=(1,) * m.num_layers, mtp_num_layers=0)
     return nemo2(as_read, s)

@@ -21,19 +21,17 @@ from typing import Any
 from submitit.slurm.slurm import _make_sbatch_string
 
 import perfgate
-from perfgate.catalog import Row
+from perfgate.catalog import EXECUTORS, RUNTIMES, Row
 from perfgate.errors import ConfigError
 from perfgate.launch import images
 from perfgate.launch.envs import job_env
 from perfgate.launch.types import JobPlan, LaunchOptions
+from perfgate.runs import Launches
 from perfgate.workload.spec import WorkloadSpec
 
 DEFAULT_RUN_LIMIT_MIN = 30  # per workload launch, when neither the row nor the user sets one
 SIGNAL_DELAY_S = 60
 CONTAINER_SRC = "/opt/perfgate/src"  # where the perfgate source is mounted in the container
-EXECUTORS = ("slurm", "local")
-RUNTIMES = ("pyxis", "none")
-Launches = tuple[tuple[str, str | None], ...]  # (label, image) in launch order
 
 
 @dataclass(frozen=True)
@@ -167,18 +165,6 @@ def launches_for(options: LaunchOptions) -> Launches:
             out += pair_launches(i, options.container_image, options.candidate_image)
         return out
     return (("baseline", options.container_image),)
-
-
-def ab_images(launches: Launches) -> tuple[str | None, str | None]:
-    """(baseline image, candidate image) of an A/B launch list."""
-    images = dict(launches)
-    return images.get("baseline"), images.get("candidate")
-
-
-def launch_order(launches: Launches) -> str:
-    """The launch order in letters, a pair per group: "AB BA AB" (A baseline, B candidate)."""
-    letters = "".join("B" if label == "candidate" else "A" for label, _ in launches)
-    return " ".join(letters[i : i + 2] for i in range(0, len(letters), 2))
 
 
 def row_command(row: Row, options: LaunchOptions) -> tuple[tuple[str, ...] | None, dict]:

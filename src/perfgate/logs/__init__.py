@@ -19,62 +19,30 @@ Rules the parser applies, each reported in StepSeries.notes when it fires:
 
 from __future__ import annotations
 
-import itertools
+import io
 import math
 import statistics
-from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfgate.errors import LogParseError
+from perfgate.logs import assemble
+from perfgate.logs.scan import LineScanner, open_log
+from perfgate.logs.series import Step, StepSeries, log_interval_of, renumber
 
-if TYPE_CHECKING:
-    from perfgate.logs.scan import LineScanner
-
-
-@dataclass(frozen=True)
-class Step:
-    """One training step as logged. step is 0-based (NeMo 2 numbering) whatever the format."""
-
-    step: int
-    step_time_s: float
-    tflops_per_gpu: float | None = None  # as logged, in the logger's own FLOPs convention
-    tokens_per_s_per_gpu: float | None = None
-    mem_allocated_gib: float | None = None
-    mem_peak_gib: float | None = None  # peak allocated by tensors (torch max_memory_allocated)
-    loss: float | None = None
-    grad_norm: float | None = None
-    mem_reserved_gib: float | None = None  # peak reserved by the caching allocator
-    mfu: float | None = None  # as logged (fraction), in the logger's own FLOPs convention
-    rank: int | None = None  # rank label of the line this record was read from, if any
-
-
-@dataclass(frozen=True)
-class StepSeries:
-    """The per-step record of one run, in step order, plus what the parser learned."""
-
-    format: str
-    steps: tuple[Step, ...]
-    source_files: tuple[str, ...] = ()
-    log_interval: int = 1  # >1: each value is an average over that many steps
-    restarts: int = 0  # restarts seen: later files (torchrun restarts, requeues) + reruns in a file
-    invalid_reason: str | None = None  # e.g. "NaN grad norm at step 17"
-    notes: tuple[str, ...] = ()  # what the parser decided (duplicates, restarts, derivations)
-    segment_starts: tuple[int, ...] = ()  # first step of each segment after the first
-    # Summary lines the logger printed itself (e.g. Automodel's average_step_time_s).
-    reported: dict[str, float] = field(default_factory=dict, hash=False)
-
-    @property
-    def step_times(self) -> list[float]:
-        """Seconds per step, in step order."""
-        return [s.step_time_s for s in self.steps]
-
-    @property
-    def valid(self) -> bool:
-        """False when the run cannot be judged (e.g. a NaN grad norm)."""
-        return self.invalid_reason is None
+__all__ = [
+    "Step",
+    "StepSeries",
+    "detect_format",
+    "log_interval_of",
+    "parse_files",
+    "parse_text",
+    "renumber",
+    "summarize",
+    "to_dict",
+]
 
 
 def parse_files(
@@ -91,8 +59,6 @@ def parse_files(
     growing=True: the last file is still being written; its unfinished last line (no line
     break yet, possibly cut mid-number) is left out.
     """
-    from perfgate.logs import assemble
-
     if not paths:
         raise LogParseError("no log files given")
     parts = []
@@ -112,16 +78,12 @@ def parse_text(
     num_gpus: int | None = None,
 ) -> StepSeries:
     """Parse one log held in memory; origin names it in notes and errors."""
-    from perfgate.logs import assemble
-
     part = assemble.parse_lines(_text_lines(text), origin, tokens_per_step, num_gpus)
     return assemble.chain([part])
 
 
 def detect_format(text: str | bytes) -> str:
     """The format name of a log's step records (see the module doc), or "unknown"."""
-    from perfgate.logs import assemble
-
     return assemble.detect(_text_lines(text)) or "unknown"
 
 
@@ -162,8 +124,6 @@ def _jsonable(value: Any) -> Any:
 
 def _read(path: str) -> LineScanner:
     """Candidate lines of one file, streamed; a missing or unreadable file is a one-line error."""
-    from perfgate.logs.scan import LineScanner, open_log
-
     try:
         stream = open_log(path)
     except FileNotFoundError:
@@ -176,23 +136,5 @@ def _read(path: str) -> LineScanner:
 
 
 def _text_lines(text: str | bytes) -> Iterable[str]:
-    import io
-
-    from perfgate.logs.scan import LineScanner
-
     data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)
     return LineScanner(io.BytesIO(data))
-
-
-def renumber(steps: Iterable[Step], offset: int) -> list[Step]:
-    """The steps with offset added to every step number."""
-    return [replace(s, step=s.step + offset) for s in steps]
-
-
-def log_interval_of(step_numbers: Sequence[int]) -> int:
-    """The most common gap between consecutive logged steps (1 when there is none)."""
-    gaps = Counter(b - a for a, b in itertools.pairwise(step_numbers) if b > a)
-    if not gaps:
-        return 1
-    top = max(gaps.values())
-    return min(g for g, n in gaps.items() if n == top)

@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from perfgate.errors import LogParseError
-from perfgate.logs import Step, StepSeries, log_interval_of, renumber
 from perfgate.logs import formats as lf
 from perfgate.logs.derive import (
     automodel_step_times,
@@ -22,6 +21,7 @@ from perfgate.logs.derive import (
     rank_key,
     titan_step_times,
 )
+from perfgate.logs.series import Step, StepSeries, log_interval_of, renumber
 
 # detect_format names, in the order that breaks a tie in record counts.
 FORMATS = (

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from perfgate.logs import formats as lf
-from perfgate.logs import log_interval_of
+from perfgate.logs.series import log_interval_of
 
 _MEM_FIELDS = ("mem_allocated_gib", "mem_peak_gib", "mem_reserved_gib")
 

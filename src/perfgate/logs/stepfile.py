@@ -15,7 +15,7 @@ from typing import Any
 
 from perfgate import atomic
 from perfgate.errors import PerfgateError
-from perfgate.logs import Step, StepSeries
+from perfgate.logs.series import Step, StepSeries
 
 SCHEMA = "perfgate.steps/1"
 

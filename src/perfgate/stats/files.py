@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.errors import LogParseError
+from perfgate.logs import parse_files
 
 TIME_COLUMNS = ("step_time_s", "iteration_time_s")
 SNIFF_BYTES = 1 << 16
@@ -100,13 +101,6 @@ def read_run(paths: Sequence[str | Path]) -> RunSeries:
         plain = _read_plain(files[0], files[0].read_text("utf-8", errors="replace"))
         if plain is not None:
             return plain
-    try:
-        from perfgate.logs import parse_files  # lazy: the parser is heavier than plain files
-    except ImportError:
-        names = ", ".join(map(str, files))
-        raise LogParseError(
-            f"{names}: not a plain step-time file and this perfgate has no log parser"
-        ) from None
     series = parse_files(files)
     return RunSeries(
         tuple(s.step_time_s for s in series.steps),

@@ -16,7 +16,11 @@ from pathlib import Path
 import pytest
 
 from perfgate.catalog import Row
-from perfgate.launch.types import JobStatus, LaunchOptions, RunResult
+from perfgate.errors import ConfigError
+from perfgate.launch import LaunchSession, images
+from perfgate.launch.digests import ImageDigests
+from perfgate.launch.types import LaunchOptions
+from perfgate.runs import JobStatus, RunResult
 
 POLL_S = 5.0
 
@@ -48,9 +52,6 @@ class LiveRunner:
         poll_s: float = POLL_S,
         more_pairs_for: Callable[[Row], Callable[..., bool | str]] | None = None,
     ) -> None:
-        from perfgate.launch import LaunchSession  # lazy: submitit only on the live path
-        from perfgate.launch.digests import ImageDigests
-
         self._session = LaunchSession(
             options, results_dir, resume=resume, more_pairs_for=more_pairs_for
         )
@@ -119,9 +120,6 @@ class LiveRunner:
 
 def _image_files(options: LaunchOptions) -> list[str]:
     """The squashfs files among the session's images, as the jobs name them (absolute)."""
-    from perfgate.errors import ConfigError
-    from perfgate.launch import images
-
     out = []
     for image in (options.container_image, options.candidate_image):
         try:

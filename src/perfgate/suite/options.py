@@ -9,10 +9,8 @@ import os
 
 import pytest
 
+from perfgate.catalog import EXECUTORS, RUNTIMES
 from perfgate.launch.types import LaunchOptions
-
-EXECUTORS = ("slurm", "local")
-RUNTIMES = ("pyxis", "none")
 
 
 def addoption(parser: pytest.Parser) -> None:

@@ -23,6 +23,7 @@ from perfgate.catalog import Row
 from perfgate.errors import PerfgateError
 from perfgate.report import bench, extras, results, table
 from perfgate.report.environment import environment
+from perfgate.report.html import HtmlHooks
 from perfgate.secrets import redact
 from perfgate.suite import options, selection
 from perfgate.suite.live import say
@@ -53,8 +54,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = state
     config.pluginmanager.register(SessionHooks(state), "perfgate-session")
     if config.pluginmanager.hasplugin("html"):
-        from perfgate.report.html import HtmlHooks
-
         config.pluginmanager.register(
             HtmlHooks(state.record_list, state.session_info), "perfgate-html"
         )

@@ -26,24 +26,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfgate import logs
-from perfgate.catalog import Row
+from perfgate import diagnose, logs
+from perfgate.catalog import GPUS, PRECISION_TOKENS, Row
 from perfgate.errors import PerfgateError
-from perfgate.launch import diagnose
-from perfgate.launch.types import Diagnosis, RunRecord, RunResult
 from perfgate.logs import stepfile
+from perfgate.runs import Diagnosis, RunRecord, RunResult
 
-GPU_NAMES = ("h100", "h200", "b200", "gb200", "b300", "gb300")
 LOG_SUFFIXES = (".out", ".log", ".txt", ".err")
 TASK_WORDS = {"pretrain": ("pretrain",), "sft": ("sft", "finetune"), "lora": ("lora", "finetune")}
-DTYPES = {
-    "bf16": ("bf16", None),
-    "fp8": ("fp8", None),
-    "fp8ds": ("fp8", "delayed"),
-    "fp8cs": ("fp8", "current_scaling"),
-    "mxfp8": ("mxfp8", None),
-    "nvfp4": ("nvfp4", None),
-}
+# Precision tokens of experiment names -> (precision, fp8_recipe): the tokens of row ids, and a
+# bare "fp8" that names no recipe.
+DTYPES = {token: key for key, token in PRECISION_TOKENS.items()} | {"fp8": ("fp8", None)}
 _NUM_TOKEN = re.compile(
     r"^(?:(?P<key>tp|pp|cp|vp|ep|etp|mbs|gbs|seq|gpus)(?P<val>\d+|none)"
     r"|(?P<val2>\d+)(?P<key2>nodes|mbs|gbs|gpus?))$"
@@ -96,7 +89,7 @@ def _exp_name_matches(name: str, row: Row) -> bool:
             after_dtype = False
             continue
         after_dtype = False
-        if tok in GPU_NAMES and tok != row.gpu:
+        if tok in GPUS and tok != row.gpu:
             return False
         m = _NUM_TOKEN.match(tok)
         if m and not _token_agrees(
@@ -128,7 +121,7 @@ def _gpu_tokens(parts: Sequence[str]) -> set[str]:
     found = set()
     for part in parts:
         for tok in re.split(r"[_\-./]", part.lower()):
-            if tok in GPU_NAMES:
+            if tok in GPUS:
                 found.add(tok)
     return found
 

@@ -9,10 +9,6 @@ import pytest
 from perfgate import catalog, models
 from perfgate.catalog import Row
 
-GPUS = ("h100", "h200", "b200", "gb200", "b300", "gb300")
-PRECISIONS = catalog.PRECISIONS
-TASKS = catalog.TASKS
-BACKENDS = catalog.BACKENDS
 # Markers of the suite's own tests (tests/), registered beside the row markers in pytest.ini.
 SUITE_MARKERS = ("slurm", "nemo")
 ROW_ARG = "perfgate_row"

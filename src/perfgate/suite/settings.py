@@ -18,10 +18,7 @@ from perfgate import stats
 from perfgate.errors import ConfigError
 from perfgate.launch.types import LaunchOptions
 from perfgate.secrets import is_secret
-from perfgate.suite.options import EXECUTORS, RUNTIMES, addoption
 from perfgate.workload.overrides import parse_overrides
-
-__all__ = ["EXECUTORS", "RUNTIMES", "Settings", "addoption", "settings_from_config"]
 
 
 @dataclass(frozen=True)

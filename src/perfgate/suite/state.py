@@ -19,17 +19,20 @@ from typing import Any
 
 import pytest
 
-from perfgate import catalog, verdicts
+from perfgate import catalog, launch, verdicts
 from perfgate.catalog import Row
 from perfgate.errors import PerfgateError
-from perfgate.launch.planning import ab_images, launch_order
+from perfgate.launch.planning import row_dict
 from perfgate.report import results
+from perfgate.runs import ab_images, launch_order
 from perfgate.suite import replay
 from perfgate.suite.live import LiveRunner, say
 from perfgate.suite.settings import Settings
 from perfgate.verdicts import Evaluation
 from perfgate.verdicts.paired import evaluate_ab
 from perfgate.verdicts.pairs_rule import PairsRule
+from perfgate.workload.describe import describe
+from perfgate.workload.validate import check_overrides
 
 ITEM = pytest.StashKey[dict]()  # per test: evaluation, plan, recipe text, skip reason
 CLEAN = ("PASS", "REGRESSION", "IMPROVEMENT", "INCONCLUSIVE", "NO_BASELINE")
@@ -96,9 +99,6 @@ class PerfgateState:
 
     def check_overrides(self, row: Row) -> str:
         """Check the row's and --override's recipe paths before anything runs; say how."""
-        from perfgate.launch.planning import row_dict
-        from perfgate.workload.validate import check_overrides
-
         launch = self.settings.launch
         return check_overrides(row_dict(row), launch.overrides, mock_data=launch.mock_finetune_data)
 
@@ -178,10 +178,6 @@ class PerfgateState:
         )
 
     def _dry_run(self, row: Row, info: dict[str, Any]) -> Evaluation:
-        from perfgate import launch
-        from perfgate.launch.planning import row_dict
-        from perfgate.workload.describe import describe
-
         s = self.settings
         checked = self.check_overrides(row)
         plan = launch.plan(row, s.launch)

@@ -15,8 +15,7 @@ from typing import Any
 
 from perfgate import stats
 from perfgate.catalog import Row
-from perfgate.launch.planning import launch_order
-from perfgate.launch.types import RunRecord, RunResult
+from perfgate.runs import RunRecord, RunResult, launch_order
 from perfgate.stats import RunSummary
 from perfgate.verdicts import pairs_rule
 from perfgate.verdicts.pairs_rule import BASELINE, CANDIDATE

@@ -17,8 +17,8 @@ import pytest
 from perfgate import flops, stats
 from perfgate.catalog import Baseline, Row
 from perfgate.errors import PerfgateError
-from perfgate.launch.types import Diagnosis, RunRecord, RunResult
 from perfgate.logs import StepSeries
+from perfgate.runs import Diagnosis, RunRecord, RunResult
 
 # What the plugin can say about a row, beyond the comparison verdicts of perfgate.stats.
 PASS, REGRESSION, IMPROVEMENT, INCONCLUSIVE = "PASS", "REGRESSION", "IMPROVEMENT", "INCONCLUSIVE"
@@ -66,7 +66,7 @@ class Evaluation:
     comparison: stats.Comparison | None = None
     result: RunResult | None = None
     series: StepSeries | None = None
-    cause: str | None = None  # INFRA: one of launch.types.CAUSES
+    cause: str | None = None  # INFRA: one of perfgate.runs.CAUSES
     notes: tuple[str, ...] = ()
     # A/B mode: both containers side by side, each pair, the stored-baseline drift
     # (JSON-ready; perfgate.verdicts.paired builds it, results.json keeps it as "ab").

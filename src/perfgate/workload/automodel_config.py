@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate import hardware, models
 from perfgate.errors import ConfigError
 from perfgate.workload.automodel_bases import BASES, builtin_base
 from perfgate.workload.overrides import parse_value, suggest
@@ -127,8 +128,6 @@ def _section(cfg: dict[str, Any], name: str) -> dict[str, Any]:
 
 def apply_row(cfg: dict[str, Any], row: Mapping[str, Any], inputs: AutomodelInputs) -> None:
     """Set the row's hardware, batch, sizes, steps and data on the config (in place)."""
-    from perfgate import hardware, models
-
     if row.get("precision", "bf16") != "bf16":
         raise ConfigError(
             f"field 'precision' is {row.get('precision')!r}: the automodel backend runs BF16 "

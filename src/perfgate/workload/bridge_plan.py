@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfgate.errors import ConfigError
+from perfgate.models import get as model_arch
+from perfgate.workload.env import nvidia_defaults
 from perfgate.workload.overrides import parse_value, suggest
 
 
@@ -135,8 +137,6 @@ def planned_settings(row: Mapping[str, Any], steps: int) -> dict[str, Any]:
     The benchmark policy of scripts/performance (no eval, no checkpoint, log every step, no
     NaN checks, LR schedule within the run, TE fusions) and then the row's layout and batch.
     """
-    from perfgate.models import get as model_arch
-
     tp, pp, cp = (int(row.get(k) or 1) for k in ("tp", "pp", "cp"))
     vp = row.get("vp")
     out: dict[str, Any] = {
@@ -267,6 +267,4 @@ def check_bridge_overrides(
 
 def bridge_env_defaults(row: Mapping[str, Any]) -> dict[str, str]:
     """NVIDIA's performance environment for the row where Bridge's recipe names none (< 0.6)."""
-    from perfgate.workload.env import nvidia_defaults
-
     return nvidia_defaults(row, {})

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import IO, BinaryIO
 
 from perfgate.errors import ConfigError, LogParseError
+from perfgate.logs import parse_files  # the parser is pure Python; lazy to keep start fast
 from perfgate.workload.dispatch import Terminated, WorkloadFailed
 from perfgate.workload.env import merge_env
 from perfgate.workload.runtime import RANK0_LOG, RankInfo, Recorder
@@ -86,8 +87,6 @@ def refresh_steps(log_path: Path, recorder: Recorder, final: bool) -> int:
     While running, a log without step times yet is normal (0 is returned); at the end it is a
     LogParseError naming the log.
     """
-    from perfgate.logs import parse_files  # the parser is pure Python; lazy to keep start fast
-
     try:
         series = parse_files([log_path])
     except LogParseError:

@@ -12,6 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from perfgate.workload.automodel_config import AutomodelInputs, build_config, to_yaml
+from perfgate.workload.bridge_plan import bridge_env_defaults, describe_bridge
 from perfgate.workload.env import nvidia_defaults
 from perfgate.workload.nemo2_models import complete_row, gpu_class, nemo2_model
 from perfgate.workload.overrides import merged_overrides
@@ -89,21 +91,15 @@ def describe(
         merged = merged_overrides(row.get("overrides") or {}, overrides)
         env = nvidia_defaults(row, merged)
     elif backend == "megatron_bridge":
-        from perfgate.workload.bridge_plan import bridge_env_defaults
-
         env = bridge_env_defaults(row)
     env_text = "\n".join(f"  {k}={v}" for k, v in sorted({**env, **(row.get("env") or {})}.items()))
     head = (
         f"workload {row.get('id')} (backend {backend})\nenvironment set in the job:\n{env_text}\n"
     )
     if backend == "automodel":
-        from perfgate.workload.automodel_config import AutomodelInputs, build_config, to_yaml
-
         cfg, source = build_config(row, AutomodelInputs(steps=steps, overrides=overrides))
         return head + f"Automodel benchmark config (base: {source}):\n" + to_yaml(cfg)
     if backend == "megatron_bridge":
-        from perfgate.workload.bridge_plan import describe_bridge
-
         return head + describe_bridge(row, steps, overrides)
     if backend != "nemo2":
         body = json.dumps({"overrides": {**(row.get("overrides") or {}), **overrides}}, indent=1)

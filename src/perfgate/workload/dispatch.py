@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
+from perfgate import catalog
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.logs.stepfile import StepRecord
 from perfgate.secrets import redact
@@ -29,13 +30,8 @@ from perfgate.workload.runtime import (
 )
 from perfgate.workload.spec import WorkloadSpec
 
-# backend name (a row's `backend`) -> module with run(spec, rank, recorder)
-BACKENDS: dict[str, str] = {
-    "nemo2": "perfgate.workload.nemo2",
-    "megatron_bridge": "perfgate.workload.megatron_bridge",
-    "automodel": "perfgate.workload.automodel",
-    "command": "perfgate.workload.command",
-}
+# backend name (a row's `backend`) -> its module here, with run(spec, rank, recorder)
+BACKENDS: dict[str, str] = {name: f"perfgate.workload.{name}" for name in catalog.BACKENDS}
 
 EXIT_CONFIG = 2  # the spec or the row is wrong: nothing ran
 EXIT_FAILED = 1  # the workload ran and failed

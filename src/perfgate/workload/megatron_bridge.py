@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import pkgutil
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -37,8 +38,6 @@ FLOPS_CONVENTION = "megatron_bridge"  # Bridge's flop_utils: causal attention
 
 def find_perf_recipe(name: str) -> Any | None:
     """NVIDIA's flat performance recipe function of that name (Bridge >= 0.6), or None."""
-    import pkgutil
-
     try:
         perf = importlib.import_module("megatron.bridge.perf_recipes")
     except ImportError:

@@ -11,10 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfgate import hardware
 from perfgate.errors import ConfigError
-
-# GPU types whose NVIDIA tuning (userbuffer configs, CUDA_DEVICE_MAX_CONNECTIONS) is Blackwell's.
-SM100_OR_NEWER = ("b200", "b300", "gb200", "gb300")
 
 
 @dataclass(frozen=True)
@@ -139,7 +137,7 @@ def nemo2_model(name: str) -> Nemo2Model:
 
 def gpu_class(gpu: str) -> str:
     """'b200' for every Blackwell GPU, else 'h100' (the two families NVIDIA tunes for)."""
-    return "b200" if gpu.lower() in SM100_OR_NEWER else "h100"
+    return "b200" if hardware.gpu(gpu).blackwell else "h100"
 
 
 def deepseek_pp_layout(pp: int, vp: int | None) -> list[list[str]] | None:
@@ -183,10 +181,8 @@ def deepseek_dispatcher(gpu: str) -> dict[str, Any]:
 
 def complete_row(row: Mapping[str, Any]) -> dict[str, Any]:
     """The row with the defaults baselines/*.json may leave out (GPUs per node, sizes of 1)."""
-    from perfgate.hardware import gpu
-
     out = {"tp": 1, "pp": 1, "cp": 1, "ep": 1, "vp": None, "etp": None, "fsdp": False}
     out.update({k: v for k, v in row.items() if v is not None or k not in out})
     if not out.get("gpus_per_node"):
-        out["gpus_per_node"] = gpu(str(row["gpu"])).gpus_per_node
+        out["gpus_per_node"] = hardware.gpu(str(row["gpu"])).gpus_per_node
     return out

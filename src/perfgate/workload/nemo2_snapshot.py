@@ -15,6 +15,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from perfgate.workload.nemo2_models import NEMO2_MODELS
+from perfgate.workload.overrides import ADDABLE_CALLBACKS
+
 SNAPSHOT = Path(__file__).with_name("nemo2_paths.json")
 
 # A representative row per task: the fields only shape values, not which paths exist,
@@ -66,7 +69,6 @@ def recipe_paths(row: dict[str, Any]) -> dict[str, str]:
     import nemo_run as run
 
     from perfgate.workload.nemo2_recipe import RecipeInputs, _import, build_recipe
-    from perfgate.workload.overrides import ADDABLE_CALLBACKS
 
     recipe = build_recipe(row, RecipeInputs(steps=50, mock_data=False))
     out: dict[str, str] = {}
@@ -79,8 +81,6 @@ def recipe_paths(row: dict[str, Any]) -> dict[str, str]:
 
 def generate() -> dict[str, Any]:
     """The snapshot: versions, paths common to all models, and each model's own paths."""
-    from perfgate.workload.nemo2_models import NEMO2_MODELS
-
     per_model: dict[str, dict[str, str]] = {}
     for model in sorted(NEMO2_MODELS):
         for task in ("pretrain", "lora") if NEMO2_MODELS[model].hf_id else ("pretrain",):

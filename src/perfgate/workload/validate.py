@@ -13,6 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from perfgate.errors import ConfigError
+from perfgate.workload.automodel_config import AutomodelInputs, build_config
+from perfgate.workload.bridge_plan import check_bridge_overrides
+from perfgate.workload.nemo2_models import nemo2_model
+from perfgate.workload.nemo2_snapshot import load, valid_paths
 from perfgate.workload.overrides import check_against_snapshot, merged_overrides
 
 
@@ -44,15 +48,11 @@ def check_overrides(
             )
         return "no recipe overrides (command backend)"
     if backend == "automodel":
-        from perfgate.workload.automodel_config import AutomodelInputs, build_config
-
         _, source = build_config(
             row, AutomodelInputs(overrides=overrides or {}, mock_data=mock_data)
         )
         return f"checked against {source}"
     if backend == "megatron_bridge":
-        from perfgate.workload.bridge_plan import check_bridge_overrides
-
         return check_bridge_overrides(row, overrides or {}, origin)
     merged = merged_overrides(row.get("overrides") or {}, overrides or {})
     use_nemo = nemo_importable() if use_nemo is None else use_nemo
@@ -64,9 +64,6 @@ def check_overrides(
         except ConfigError as e:
             raise ConfigError(f"{origin}: {e}") from None
         return "checked by building the recipe with the installed NeMo"
-    from perfgate.workload.nemo2_models import nemo2_model
-    from perfgate.workload.nemo2_snapshot import load, valid_paths
-
     nemo2_model(str(row.get("model")))  # an unknown model is its own clear error
     snapshot = load()
     check_against_snapshot(

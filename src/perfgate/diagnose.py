@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfgate.launch.types import Diagnosis
-from perfgate.logs import StepSeries
+from perfgate.logs.series import StepSeries
+from perfgate.runs import Diagnosis
 from perfgate.secrets import redact
 
 TAIL_LINES = 60
