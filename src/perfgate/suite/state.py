@@ -1,20 +1,18 @@
-"""The session state behind the plugin: settings, catalog, and the three modes.
+"""The session state behind the plugin: settings, catalog, the three modes, the records.
 
     live      submit every selected row at the start of the test loop, wait per test
               (A/B gate with --candidate-image: each row's job runs both images in pairs)
     dry-run   show what would run (sbatch script, srun line, spec, GPU-hours); submit nothing
     replay    judge each row from logs already on disk (perfgate.suite.replay); submit nothing
 
-It also turns the session's records into new baselines for --update-baselines. Only
-perfgate.suite.plugin holds pytest hooks; this module uses pytest for skip/fail/usage errors only.
+It keeps each row's results.json record, turns the records into new baselines for
+--update-baselines, and writes the terminal summary. Only perfgate.suite.plugin holds pytest
+hooks; this module uses pytest for skip/fail/usage errors only.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from dataclasses import replace
-from datetime import date
 from typing import Any
 
 import pytest
@@ -23,11 +21,11 @@ from perfgate import catalog, launch, verdicts
 from perfgate.catalog import Row
 from perfgate.errors import PerfgateError
 from perfgate.launch.planning import row_dict
-from perfgate.report import results
-from perfgate.runs import ab_images, launch_order
+from perfgate.report import dryrun, results, table
+from perfgate.report.environment import environment
 from perfgate.suite import replay
 from perfgate.suite.live import LiveRunner, say
-from perfgate.suite.settings import Settings
+from perfgate.suite.settings import Settings, repro_command
 from perfgate.verdicts import Evaluation
 from perfgate.verdicts.paired import evaluate_ab
 from perfgate.verdicts.pairs_rule import PairsRule
@@ -184,16 +182,76 @@ class PerfgateState:
         info["plan"] = plan
         text = describe(row_dict(row), s.launch.overrides, steps=s.launch.steps)
         info["description"] = f"{text}overrides: {checked}\n"
-        msg = (
-            f"{row.id}: dry run: {plan.nodes} node(s) x {plan.tasks_per_node} GPUs, "
-            f"time limit {plan.time_limit_min} min, {plan.gpu_hours:.1f} GPU-hours at most"
-        )
-        if plan.max_pairs:
-            msg += "; A/B " + ab_plan_text(
-                plan.launches, plan.max_pairs, plan.time_limit_min, plan.gpu_hours
-            )
         mode = "paired" if plan.max_pairs else "stored"
+        msg = dryrun.row_message(row, plan)
         return Evaluation(row=row, verdict=DRY_RUN, message=msg, source="dry-run", mode=mode)
+
+    # --- records and results.json -------------------------------------------------------------
+
+    def record(self, item: pytest.Item, row: Row, report: pytest.TestReport) -> dict[str, Any]:
+        """The results.json record of a row's test from its final report (setup or call)."""
+        info = item.stash.get(ITEM, {})
+        ev = info.get("evaluation")
+        skipped = _skip_text(report) if report.skipped else None
+        rec = results.record(
+            ev,
+            row,
+            nodeid=item.nodeid,
+            outcome="error" if report.when == "setup" and report.failed else report.outcome,
+            repro=repro_command(item.nodeid, self.settings),
+            source=self.settings.mode,
+            plan=info.get("plan"),
+            description=info.get("description"),
+            skip_reason=info.get("skip_reason") or skipped,
+        )
+        if ev is None and report.failed:
+            lines = report.longreprtext.splitlines() if report.longreprtext else ["error"]
+            rec["verdict"] = verdicts.INFRA
+            rec["message"] = dryrun.with_id(row.id, lines[-1])
+        return rec
+
+    def add_record(self, rec: dict[str, Any]) -> None:
+        """On the controller: keep the record and rewrite results.json with it."""
+        self.records[rec["row_id"]] = rec
+        if self.results is None:
+            path = self.settings.results_dir / "results.json"
+            self.results = results.ResultsFile(path, self.session_info())
+        self.results.add(rec)
+        if self.settings.mode == "live":
+            say(self.config, f"perfgate: {rec['row_id']} done: {rec['verdict']}")
+
+    def finish(self) -> None:
+        """End of session: cancel jobs nobody waited for, update baselines, stamp results.json."""
+        if self.runner is not None:
+            left = self.runner.finish()
+            if left:
+                say(self.config, f"perfgate: cancelled job(s) of rows that never ran: {left}")
+        if self.is_worker:
+            return
+        if self.settings.update_baselines:
+            self.update_baselines()
+        if self.results is not None:
+            self.results.finish(environment(self.record_list(), self.session_info()))
+
+    def write_summary(self, tr: Any, verbosity: int) -> None:
+        """The perfgate section of the terminal summary (tr: pytest's terminal reporter)."""
+        recs = table.worst_first(self.record_list())
+        tr.write_sep("=", f"perfgate ({self.settings.mode})")
+        if self.settings.mode == "dry-run":
+            dryrun.write_summary(tr, recs, verbosity)
+        else:
+            for line in table.terminal_lines(recs):
+                tr.write_line(line)
+        if self.results is not None:
+            tr.write_line(f"results: {self.results.path}")
+        if self.settings.update_baselines:
+            if self.update_error:
+                tr.write_line(f"baselines NOT updated: {self.update_error}", red=True)
+            elif self.update_diff:
+                tr.write_sep("-", f"baselines updated in {self.settings.baselines_dir}")
+                tr.write_line(self.update_diff.rstrip("\n"))
+            else:
+                tr.write_line("baselines: nothing to update (no row ran cleanly)")
 
     # --- baselines update --------------------------------------------------------------------
 
@@ -202,7 +260,7 @@ class PerfgateState:
         updates: dict[str, catalog.Baseline] = {}
         for rec in self.records.values():
             if rec.get("verdict") in CLEAN and rec.get("measured"):
-                updates[rec["row_id"]] = baseline_from_record(
+                updates[rec["row_id"]] = results.baseline_from_record(
                     rec, self.catalog.by_id[rec["row_id"]]
                 )
         if not updates:
@@ -214,72 +272,8 @@ class PerfgateState:
             self.update_error = str(e)
 
 
-def ab_plan_text(
-    launches: Sequence[tuple[str, str | None]], max_pairs: int, time_limit_min: int, gpu_h: float
-) -> str:
-    """The A/B part of a plan in words: images, pairs and their order, growth, time, GPU-hours."""
-    pairs = sum(1 for label, _ in launches if label == "candidate")
-    base, cand = ab_images(tuple(launches))
-    per_run = time_limit_min / (2 * max_pairs)
-    return (
-        f"A = {base}, B = {cand}: {pairs} pairs in the order {launch_order(tuple(launches))}, "
-        f"one more while INCONCLUSIVE up to {max_pairs} pairs; time limit {time_limit_min} min "
-        f"= {2 * max_pairs} runs x {per_run:g} min; at most {gpu_h * pairs / max_pairs:.1f} "
-        f"GPU-h for {pairs} pairs, {gpu_h:.1f} for {max_pairs}"
-    )
-
-
-def ab_plan_lines(plan: dict[str, Any]) -> str:
-    """ab_plan_text of a results.json plan."""
-    launches = [(x["label"], x["image"]) for x in plan["launches"]]
-    return ab_plan_text(launches, plan["max_pairs"], plan["time_limit_min"], plan["gpu_hours"])
-
-
-def baseline_from_record(rec: dict[str, Any], row: Row) -> catalog.Baseline:
-    """The new Baseline of a row from its results.json record, with provenance.
-
-    A/B records give the candidate's runs: pooled steady step time, spread across them, n_runs.
-    """
-    m = rec["measured"]
-    conv = rec.get("convention") or "nemo2"
-    job = rec.get("job") or {}
-    logs = job.get("log_paths") or []
-    ab = rec.get("ab")
-    spread, n_runs, notes = None, 1, None
-    if rec.get("mode") == "paired" and ab:
-        side = ab["sides"]["candidate"]
-        image, versions = side["image"], dict(side["versions"])
-        step_time, spread, n_runs = side["step_time_s"], side["spread_s"], side["n_runs"]
-        source = "perfgate A/B run"
-        comp = rec.get("comparison") or {}
-        notes = (
-            f"candidate of an A/B gate vs {ab['sides']['baseline']['image']}: "
-            f"{ab['pairs_used']} pairs, delta {comp.get('delta', math.nan):+.2%}"
-        )
-    else:
-        run = rec["runs"][-1] if rec.get("runs") else {}
-        image, versions, step_time = run.get("image"), run.get("versions") or {}, m["step_time_s"]
-        source = "perfgate replay" if rec.get("source") == "replay" else "perfgate run"
-        if source == "perfgate replay" and logs:
-            notes = f"replayed from {logs[-1]}"
-    versions = {k: str(v) for k, v in versions.items() if v is not None}
-    return catalog.Baseline(
-        step_time_s=round(step_time, 6),
-        step_time_spread_s=round(spread, 6) if spread is not None else None,
-        provenance=catalog.Provenance(
-            source=source,
-            container=image,
-            framework_version=versions.get("nemo") or versions.get("megatron_bridge"),
-            date=date.today().isoformat(),
-            job_ids=(str(job["job_id"]),) if job.get("job_id") else (),
-            versions=versions,
-            notes=notes,
-        ),
-        n_runs=n_runs,
-        tokens_per_s_per_gpu=round(m["tokens_per_s_per_gpu"], 1),
-        tflops_per_gpu=round(m["tflops_per_gpu"][conv], 1),
-        flops_convention=conv,
-        mfu=round(m["mfu"][conv], 4),
-        peak_memory_gib=round(m["peak_memory_gib"], 2) if m.get("peak_memory_gib") else None,
-        tolerance=row.baseline.tolerance if row.baseline is not None else None,
-    )
+def _skip_text(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)

@@ -19,6 +19,7 @@ from perfgate.catalog import Baseline, Row
 from perfgate.errors import PerfgateError
 from perfgate.logs import StepSeries
 from perfgate.runs import Diagnosis, RunRecord, RunResult
+from perfgate.secrets import redact
 
 # What the plugin can say about a row, beyond the comparison verdicts of perfgate.stats.
 PASS, REGRESSION, IMPROVEMENT, INCONCLUSIVE = "PASS", "REGRESSION", "IMPROVEMENT", "INCONCLUSIVE"
@@ -283,3 +284,18 @@ def assert_verdict(ev: Evaluation, strict: bool = False) -> None:
         warnings.warn(PerfgateWarning(ev.message), stacklevel=2)
     elif ev.verdict == INFRA:
         pytest.fail(ev.message, pytrace=False)
+
+
+def infra_text(ev: Evaluation) -> str:
+    """The error of a failed job: the one-line cause, then the redacted log tail."""
+    lines = [ev.message]
+    res = ev.result
+    if res is not None and res.diagnosis is not None:
+        d = res.diagnosis
+        if d.evidence:
+            lines.append(f"evidence: {redact(d.evidence)}")
+        if res.log_paths:
+            lines.append(f"logs: {', '.join(res.log_paths[-3:])}")
+        if d.log_tail:
+            lines += ["--- log tail ---", redact(d.log_tail)]
+    return "\n".join(lines)
