@@ -312,3 +312,15 @@ def test_throughput_fields_and_errors():
         flops.throughput("llama3_8b", "h100", "bf16", 8, 128, 8192, 0.0)
     with pytest.raises(ConfigError, match="num_gpus must be a positive integer"):
         flops.throughput("llama3_8b", "h100", "bf16", 0, 128, 8192, 1.0)
+
+
+def test_every_catalog_convention_has_one_count_and_nemo2_covers_every_family():
+    from perfgate import models
+    from perfgate.catalog import FLOPS_CONVENTIONS
+    from perfgate.flops import nemo2
+
+    assert tuple(flops.CONVENTIONS) == FLOPS_CONVENTIONS
+    families = {arch.family for arch in models.MODELS.values()}
+    assert families <= set(nemo2.FORMULAS)  # nemo2 is the fallback convention of any model
+    for name in models.MODELS:
+        assert flops.flops_per_sample(name, 4096, convention="nemo2") > 0

@@ -3,11 +3,13 @@
 Every TFLOP/s and MFU figure names its convention, because the ones in the wild differ by up to
 ~20% for the same run:
 - "nemo2": NeMo 2.x flops_formulas.py up to v2.5.0rc0 (containers <= 25.07), what a NeMo 2 log
-  prints as TFLOPS_per_GPU (attention not halved for Llama/Nemotron/Mixtral); see flops_nemo2;
+  prints as TFLOPS_per_GPU (attention not halved for Llama/Nemotron/Mixtral); see flops.nemo2;
 - "megatron": Megatron-LM's num_floating_point_operations (causal attention), what
-  Megatron-Bridge and NeMo >= 25.09 log; see flops_megatron;
+  Megatron-Bridge and NeMo >= 25.09 log; see flops.megatron;
 - "llmb", "automodel": the conventions of figures published by NVIDIA's llmb recipes and by
-  NeMo Automodel, kept so stored baselines compare like with like; see llmb.
+  NeMo Automodel, kept so stored baselines compare like with like; see flops.llmb and
+  flops.automodel (formulas two conventions share are in flops.terms).
+CONVENTIONS maps each name of catalog.FLOPS_CONVENTIONS to its module's count.
 Gate on step time and tokens/s; TFLOP/s and MFU are for people.
 
 Tasks: "sft" counts like pretraining; "lora" is 2/3 of it (no weight gradients for the frozen
@@ -16,15 +18,38 @@ weights, seed 004), except in the automodel convention, which adds the adapters'
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from perfgate import hardware, models
 from perfgate.catalog import FLOPS_CONVENTIONS, TASKS
 from perfgate.errors import ConfigError
-from perfgate.flops import llmb, megatron, nemo2
+from perfgate.flops import automodel, llmb, megatron, nemo2
 from perfgate.models import ModelArch
 
 LORA_FACTOR = 2.0 / 3.0
+
+
+def _two_thirds(m: ModelArch) -> float:
+    return LORA_FACTOR
+
+
+@dataclass(frozen=True)
+class Convention:
+    """One way of counting: FLOPs of a full training sample, and the share LoRA keeps of it."""
+
+    per_sample: Callable[[ModelArch, int, int], float]  # (model, seq_len, tp)
+    lora: Callable[[ModelArch], float] = _two_thirds
+
+
+CONVENTIONS: dict[str, Convention] = {
+    "nemo2": Convention(lambda m, s, tp: nemo2.flops_per_sample(m, s)),
+    "megatron": Convention(megatron.flops_per_sample),  # tp pads the vocab
+    "llmb": Convention(lambda m, s, tp: llmb.flops_per_sample(m, s)),
+    "automodel": Convention(
+        lambda m, s, tp: automodel.flops_per_sample(m, s), automodel.lora_multiplier
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -47,7 +72,7 @@ def default_convention(model: str | ModelArch) -> str:
     """The convention used when none is named: the seeds' published (llmb) formula where NVIDIA
     publishes one for the family (Nemotron4, Llama), else NeMo 2.x's own count."""
     arch = _arch(model)
-    return "llmb" if arch.family in llmb.LLMB_FAMILIES else "nemo2"
+    return "llmb" if arch.family in llmb.FAMILIES else "nemo2"
 
 
 def _arch(model: str | ModelArch) -> ModelArch:
@@ -79,17 +104,9 @@ def flops_per_sample(
     """
     _check(task, convention, seq_len)
     arch = _arch(model)
-    if convention == "nemo2":
-        full = nemo2.flops_per_sample(arch, seq_len)
-    elif convention == "megatron":
-        full = megatron.flops_per_sample(arch, seq_len, tp)
-    elif convention == "llmb":
-        full = llmb.llmb_flops_per_sample(arch, seq_len)
-    else:
-        full = llmb.automodel_flops_per_sample(arch, seq_len)
-        if task == "lora":
-            return full * llmb.automodel_lora_multiplier(arch)
-    return full * LORA_FACTOR if task == "lora" else full
+    how = CONVENTIONS[convention]
+    full = how.per_sample(arch, seq_len, tp)
+    return full * how.lora(arch) if task == "lora" else full
 
 
 def flops_per_token(

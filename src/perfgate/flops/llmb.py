@@ -1,119 +1,46 @@
-"""FLOPs of the conventions behind published figures: "llmb" and "automodel".
+"""FLOPs in the "llmb" convention: the hand formulas of NVIDIA's DGX Cloud benchmarking (llmb)
+recipe READMEs, kept so baselines taken from them compare like with like.
 
-Baselines taken from a publication keep that publication's TFLOP/s and MFU; to compare a run
-with them we must count FLOPs the same way.
-
-"llmb": the hand formulas in NVIDIA's DGX Cloud benchmarking (llmb) recipe READMEs, only for the
-families those READMEs print:
+Only for the families those READMEs print:
 - nemotron4 (seed 001, llmb nemotron READMEs): attention as if multi-head (24 L h^2, GQA
   ignored) and not causal (12 L h s), MLP 12 L h ffn, logits 6 V h, all per token;
 - llama (seed 004, llmb llama3 LoRA README): 12 s L h^2 (1 + g/n + s/(2h) + 1.5 ffn/h +
   V/(2 L h)), i.e. GQA-aware and causal: the same count as Megatron-LM for a dense Llama.
-
-"automodel": NeMo Automodel's nemo_automodel/components/utils/flops_utils.py (commit bb0c0bfb0,
-the one that published seed 003), chosen by the HF config class as Automodel does, quirks
-included: Llama by the llama2 formula (causal), Qwen2 and Qwen3-MoE by qwen3_flops,
-DeepSeek-V3/Kimi-K2 by deepseekv3_flops with every layer an MoE (their HF config.json carries
-moe_layer_freq=1, which Automodel reads before first_k_dense_replace) and no MTP (the HF config
-has no mtp_num_layers), GPT-OSS with kv_channels = hidden // heads (45: the HF config names
-its 64 head_dim differently), and Nemotron-H with d_inner = mamba heads x head dim and the
-router counted. LoRA scales by (2 + lora_params / frozen_params) / 3 (rank-16 adapters on every
-linear layer, as the seed's YAMLs set), not by 2/3.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
 
 from perfgate.errors import ConfigError
-from perfgate.flops.nemo2 import flops_per_sample as nemo2
-from perfgate.flops.nemo2 import gpt_oss_flops, hybrid_flops
 from perfgate.models import ModelArch
 
-LLMB_FAMILIES = ("nemotron4", "llama")
 
-
-def llmb_flops_per_sample(m: ModelArch, s: int) -> float:
-    """Training FLOPs of one sample as the llmb READMEs count them (nemotron4, llama only)."""
+def _nemotron4(m: ModelArch, s: int) -> float:
     h, L, V = m.hidden_size, m.num_layers, m.vocab_size
-    if m.family == "nemotron4":
-        attention = 24 * L * h * h + 12 * L * h * s
-        mlp = 12 * L * h * m.ffn_hidden_size
-        return s * (attention + mlp + 6 * V * h)
-    if m.family == "llama":
-        g, n, ffn = m.num_query_groups, m.num_attention_heads, m.ffn_hidden_size
-        return 12 * s * L * h * h * (1 + g / n + 0.5 * s / h + 1.5 * ffn / h + V / (2 * L * h))
-    raise ConfigError(
-        f"the 'llmb' FLOPs convention is only defined for families {', '.join(LLMB_FAMILIES)} "
-        f"(model {m.name!r} is {m.family!r}); use 'nemo2' or 'megatron'"
-    )
+    attention = 24 * L * h * h + 12 * L * h * s
+    mlp = 12 * L * h * m.ffn_hidden_size
+    return s * (attention + mlp + 6 * V * h)
 
 
-def _llama2(m: ModelArch, s: int) -> float:
-    h, n, g, L = m.hidden_size, m.num_attention_heads, m.num_query_groups, m.num_layers
-    ffn = m.ffn_hidden_size
-    return s * L * h * h * (12 + 12 * g / n + 18 * ffn / h + 6 * s / h + 6 * m.vocab_size / (L * h))
+def _llama(m: ModelArch, s: int) -> float:
+    h, L, V = m.hidden_size, m.num_layers, m.vocab_size
+    g, n, ffn = m.num_query_groups, m.num_attention_heads, m.ffn_hidden_size
+    return 12 * s * L * h * h * (1 + g / n + 0.5 * s / h + 1.5 * ffn / h + V / (2 * L * h))
 
 
-def _qwen3(m: ModelArch, s: int) -> float:
-    h, n, g, L = m.hidden_size, m.num_attention_heads, m.num_query_groups, m.num_layers
-    ratio = m.head_dim * n / h
-    if m.is_moe:
-        width = (m.moe_ffn_hidden_size or m.ffn_hidden_size) * m.moe_router_topk
-    else:
-        width = m.ffn_hidden_size
-    attention = 6 * L * s * h * h * ratio * ((g / n * 2 + 1) + (s / h * 2 * 0.5) + 1)
-    return attention + 6 * L * s * h * 3 * width + 6 * s * h * m.vocab_size
+# family (perfgate.models) -> the llmb README's formula
+FORMULAS: dict[str, Callable[[ModelArch, int], float]] = {"nemotron4": _nemotron4, "llama": _llama}
+FAMILIES = tuple(FORMULAS)
 
 
-def _deepseekv3(m: ModelArch, s: int) -> float:
-    # Automodel reads moe_layer_freq=1 from the HF config (every layer MoE) and finds no MTP.
-
-    as_read = replace(m, moe_layer_freq=(1,) * m.num_layers, mtp_num_layers=0)
-    return nemo2(as_read, s)
-
-
-def _nemotronh(m: ModelArch, s: int) -> float:
-    # Automodel counts a hybrid model exactly as NeMo 2 does (d_inner = mamba heads x head
-    # dim, gated MLP, router included): one formula, flops_nemo2's.
-    return hybrid_flops(m, s)
-
-
-def automodel_flops_per_sample(m: ModelArch, s: int) -> float:
-    """Training FLOPs of one sample as NeMo Automodel's benchmark recipe counts them."""
-    if m.family == "llama":
-        return _llama2(m, s)
-    if m.family in ("qwen2", "qwen3_moe"):
-        return _qwen3(m, s)
-    if m.family == "deepseek":
-        return _deepseekv3(m, s)
-    if m.family == "gpt_oss":
-        return gpt_oss_flops(m, s, m.hidden_size // m.num_attention_heads)
-    if m.family == "nemotronh":
-        return _nemotronh(m, s)
-    raise ConfigError(
-        f"the 'automodel' FLOPs convention has no formula for model {m.name!r} "
-        f"(family {m.family!r}); use 'nemo2' or 'megatron'"
-    )
-
-
-def lora_params(m: ModelArch, rank: int = 16) -> tuple[int, int]:
-    """(adapter params, frozen params) for rank-r LoRA on every linear layer of a dense model."""
-    h, L = m.hidden_size, m.num_layers
-    q, kv, ffn = (
-        m.head_dim * m.num_attention_heads,
-        m.head_dim * m.num_query_groups,
-        m.ffn_hidden_size,
-    )
-    linears = [(h, q), (h, kv), (h, kv), (q, h), (h, ffn), (h, ffn), (ffn, h)]
-    adapters = L * sum(rank * (i + o) for i, o in linears)
-    frozen = L * (sum(i * o for i, o in linears) + 2 * h) + 2 * m.vocab_size * h + h
-    return adapters, frozen
-
-
-def automodel_lora_multiplier(m: ModelArch, rank: int = 16) -> float:
-    """Automodel's PEFT scaling of full-training FLOPs: (2 + lora / frozen) / 3."""
-    if m.is_moe or m.is_hybrid or m.is_mla:
-        raise ConfigError(f"no Automodel LoRA parameter count for model {m.name!r}")
-    adapters, frozen = lora_params(m, rank)
-    return (2 + adapters / frozen) / 3
+def flops_per_sample(m: ModelArch, s: int) -> float:
+    """Training FLOPs of one sample as the llmb READMEs count them (nemotron4, llama only)."""
+    try:
+        formula = FORMULAS[m.family]
+    except KeyError:
+        raise ConfigError(
+            f"the 'llmb' FLOPs convention is only defined for families {', '.join(FAMILIES)} "
+            f"(model {m.name!r} is {m.family!r}); use 'nemo2' or 'megatron'"
+        ) from None
+    return formula(m, s)
