@@ -7,7 +7,6 @@ the job function builds its srun line with the same `srun_argv()`. Works without
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shlex
 import sys
@@ -18,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# submitit has no public way to render a script without submitting it; this is the
+# function its SlurmExecutor calls, so the dry-run shows byte for byte what is submitted.
 from submitit.slurm.slurm import _make_sbatch_string
 
 import perfgate
@@ -39,7 +40,7 @@ class JobContext:
     """Everything the job function needs, pickled into the job: no secret values in here."""
 
     row_id: str
-    row: dict[str, Any]
+    row: Row
     job_dir: str
     executor: str
     nodes: int
@@ -183,13 +184,6 @@ def row_command(row: Row, options: LaunchOptions) -> tuple[tuple[str, ...] | Non
     return tuple(command), overrides
 
 
-def row_dict(row: Row) -> dict[str, Any]:
-    """The row as the workload spec carries it (the stored baseline is not the workload's)."""
-    data = dataclasses.asdict(row)
-    data.pop("baseline", None)
-    return data
-
-
 def time_limit_min(row: Row, options: LaunchOptions, n_launches: int) -> int:
     """The allocation's limit: per-launch limit (user, row, else 30) x the most launches."""
     per_run = options.time_limit_min or row.time_limit_min or DEFAULT_RUN_LIMIT_MIN
@@ -230,7 +224,7 @@ def context(row: Row, options: LaunchOptions, job_dir: Path, more_pairs=None) ->
     max_launches = 2 * options.max_pairs if options.candidate_image else 1
     return JobContext(
         row_id=row.id,
-        row=row_dict(row),
+        row=row,
         job_dir=str(job_dir),
         executor=options.executor,
         nodes=row.nodes,
@@ -326,7 +320,7 @@ def plan(
         gpu_hours=round(ctx.nodes * gpus_per_node * ctx.time_limit_min / 60.0, 3),
         sbatch_script=script,
         srun_command=shlex.join(argv),
-        workload_spec=dataclasses.asdict(spec),
+        workload_spec=spec.to_dict(),
         job_dir=str(jdir),
         executor=ctx.executor,
         launches=ctx.launches,

@@ -20,7 +20,6 @@ import pytest
 from perfgate import catalog, launch, verdicts
 from perfgate.catalog import Row
 from perfgate.errors import PerfgateError
-from perfgate.launch.planning import row_dict
 from perfgate.report import dryrun, results, table
 from perfgate.report.environment import environment
 from perfgate.suite import replay
@@ -29,8 +28,8 @@ from perfgate.suite.settings import Settings, repro_command
 from perfgate.verdicts import Evaluation
 from perfgate.verdicts.paired import evaluate_ab
 from perfgate.verdicts.pairs_rule import PairsRule
+from perfgate.workload import validate
 from perfgate.workload.describe import describe
-from perfgate.workload.validate import check_overrides
 
 ITEM = pytest.StashKey[dict]()  # per test: evaluation, plan, recipe text, skip reason
 CLEAN = ("PASS", "REGRESSION", "IMPROVEMENT", "INCONCLUSIVE", "NO_BASELINE")
@@ -98,7 +97,7 @@ class PerfgateState:
     def check_overrides(self, row: Row) -> str:
         """Check the row's and --override's recipe paths before anything runs; say how."""
         launch = self.settings.launch
-        return check_overrides(row_dict(row), launch.overrides, mock_data=launch.mock_finetune_data)
+        return validate.check_overrides(row, launch.overrides, mock_data=launch.mock_finetune_data)
 
     def start(self, rows: list[Row], test_ids: dict[str, str] | None = None) -> None:
         """At the start of the test loop: build the replay index or submit every row.
@@ -180,7 +179,7 @@ class PerfgateState:
         checked = self.check_overrides(row)
         plan = launch.plan(row, s.launch)
         info["plan"] = plan
-        text = describe(row_dict(row), s.launch.overrides, steps=s.launch.steps)
+        text = describe(row, s.launch.overrides, steps=s.launch.steps)
         info["description"] = f"{text}overrides: {checked}\n"
         mode = "paired" if plan.max_pairs else "stored"
         msg = dryrun.row_message(row, plan)

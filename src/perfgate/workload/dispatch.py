@@ -59,7 +59,7 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
 
 def backend_of(spec: WorkloadSpec, origin: str) -> str:
     """The row's backend name, checked against the known ones."""
-    backend = spec.row.get("backend", "nemo2")
+    backend = spec.row.backend
     if backend not in BACKENDS:
         raise ConfigError(
             f"{origin}: field 'row.backend' is {backend!r}; known: {', '.join(BACKENDS)}"
@@ -78,12 +78,12 @@ def run_spec(spec: WorkloadSpec, rank: RankInfo, origin: str = "<spec>") -> int:
     try:
         backend = backend_of(spec, origin)
     except ConfigError as e:
-        backend, config_error = str(spec.row.get("backend")), e
+        backend, config_error = spec.row.backend, e
     else:
         config_error = None
     if rank.is_rank0:
         record = StepRecord(
-            row_id=str(spec.row.get("id", "?")),
+            row_id=spec.row.id,
             backend=backend,
             world_size=rank.world_size,
             nodes=job_nodes(),
