@@ -1,4 +1,4 @@
-"""From step-time series to verdicts: warm-up removal, robust run summaries, comparisons.
+"""Comparisons of steady step times: the noise model, stored-baseline, runs and paired tests.
 
 Noise model (measured on the real series in ../shared/reference by
 scripts/evaluate_detector.py). The log of a run's steady median step time is
@@ -60,29 +60,11 @@ from perfgate.stats.rule import (
     log_spread,
     mean,
     pooled,
-    sequential_alpha,
     smallest_n,
     sum_sq,
     two_sided_se,
 )
 from perfgate.stats.run import RunSummary, Window, summarize_run
-
-__all__ = [
-    "ALPHA",
-    "DEFAULT_PAIR_CV",
-    "DEFAULT_RUN_TO_RUN_CV",
-    "DEFAULT_TOLERANCE",
-    "PRIOR_DF",
-    "VERDICTS",
-    "Comparison",
-    "RunSummary",
-    "Window",
-    "compare_runs",
-    "compare_to_baseline",
-    "needs_more_pairs",
-    "sequential_alpha",
-    "summarize_run",
-]
 
 VERDICTS = ("PASS", "REGRESSION", "IMPROVEMENT", "INCONCLUSIVE")
 ALPHA = 0.01  # one-sided false-alarm rate of a REGRESSION verdict at no change

@@ -1,4 +1,4 @@
-"""Student t and normal quantiles in pure Python (stats.py must not need numpy or scipy).
+"""Student t and normal quantiles in pure Python (perfgate.stats must not need numpy or scipy).
 
 The t quantile is needed for non-integer degrees of freedom (a prior's weight plus observed
 runs), so it is computed from the regularized incomplete beta function rather than a table.

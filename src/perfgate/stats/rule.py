@@ -17,7 +17,7 @@ from perfgate.stats.dist import normal_quantile, t_quantile
 # Pocock-type boundary for which a Gaussian random walk crosses any look's one-sided
 # threshold with probability 1% (looks at n pairs are strongly correlated, so this is well
 # above Bonferroni's 1 / looks). Computed offline from 4 million simulated walks, rounded
-# down; tests/test_stats_compare.py re-simulates entries.
+# down; tests/stats/test_stats_compare.py re-simulates entries.
 _POCOCK_FRACTION_1PCT = {  # first look -> fractions for max_pairs = first + 1, first + 2, ...
     1: (0.56, 0.42, 0.34, 0.29, 0.26, 0.23, 0.21),
     2: (0.61, 0.46, 0.37, 0.32, 0.29, 0.26, 0.24),
