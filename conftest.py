@@ -1,3 +1,3 @@
 """Root conftest: it only loads the perfgate plugin (options, rows as tests, report)."""
 
-pytest_plugins = ["perfgate.plugin"]
+pytest_plugins = ["perfgate.suite.plugin"]

@@ -11,6 +11,8 @@ build_venv() {
     local nodeps="${NODEPS_REQS:-}"
     want="$(cat "$reqs" ${nodeps:+"$nodeps"} "$0" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1)"
     if [[ "$force" != "--force" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+        # perfgate itself is reinstalled (seconds): its entry points follow pyproject.toml.
+        "$venv/bin/uv" pip install --python "$venv/bin/python" --quiet --no-deps -e .
         echo "$(basename "$0"): $venv is up to date"
         return 0
     fi

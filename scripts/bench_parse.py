@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from perfgate import logs
-from perfgate.logformats import MARKERS
-from perfgate.logscan import LineScanner
+from perfgate.logs.formats import MARKERS
+from perfgate.logs.scan import LineScanner
 
 NCCL_SHAPES = (
     "{host}:{pid}:{pid} [{lr}] NCCL INFO Channel {c:02d}/0 : {r}[{lr}] -> {n}[{nl}] via P2P/IPC",

@@ -7,9 +7,9 @@ Modes, each judged by perfgate.stats exactly as the gate judges a row:
   stored-1   one run vs a baseline stored from one earlier run (compare_to_baseline)
   stored-3   one run vs a baseline stored from 3 earlier runs (mean and spread)
   runs-3v3   3 baseline runs vs 3 candidate runs, separate jobs (compare_runs)
-  ab-N       N A/B pairs on the same nodes, N = 3, 5, 8 (perfgate.abgate.judge: the
+  ab-N       N A/B pairs on the same nodes, N = 3, 5, 8 (perfgate.verdicts.pairs_rule.judge: the
              paired comparison of the gate with --pairs N --max-pairs N)
-  ab-3..M    the gate's adaptive loop (perfgate.abgate, the job's PairsRule): 3 pairs,
+  ab-3..M    the gate's adaptive loop (perfgate.verdicts.pairs_rule, the job's PairsRule): 3 pairs,
              one more while INCONCLUSIVE up to M = 5 or 8 (ab-3..8 is the gate's default,
              --pairs 3 --max-pairs 8), per-look alpha from sequential_alpha;
              ab-3..5-naive uses the full alpha at every look (the inflation looks cause)
@@ -75,7 +75,6 @@ from detector_data import (
 )
 
 import perfgate.stats as pstats
-from perfgate.abgate import judge, wants_another_pair
 from perfgate.catalog import Baseline, Provenance
 from perfgate.launch.types import LaunchOptions
 from perfgate.stats import (
@@ -85,6 +84,7 @@ from perfgate.stats import (
     compare_to_baseline,
     summarize_run,
 )
+from perfgate.verdicts.pairs_rule import judge, wants_another_pair
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / ".." / "shared" / "reference"
@@ -225,7 +225,7 @@ def one_gate(
             for name, top, seq in ADAPTIVE:
                 n = FIRST_PAIRS
                 while True:
-                    if seq:  # exactly the gate: perfgate.abgate's rule
+                    if seq:  # exactly the gate: perfgate.verdicts.pairs_rule's rule
                         c = judge(a_runs[:n], bs[:n], tol, first_pairs=FIRST_PAIRS, max_pairs=top)
                     else:
                         c = compare_runs(a_runs[:n], bs[:n], tol, paired=True, alpha=ALPHA)

@@ -12,7 +12,20 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
-from perfgate.errors import PerfgateError
+from perfgate import flops, logs, stats
+from perfgate.catalog import FLOPS_CONVENTIONS, TASKS, Baseline, Provenance
+from perfgate.errors import ConfigError, PerfgateError
+from perfgate.report import render, results, table
+from perfgate.stats import (
+    ALPHA,
+    DEFAULT_TOLERANCE,
+    Noise,
+    compare_runs,
+    compare_to_baseline,
+    parse_window,
+    summarize_run,
+)
+from perfgate.stats.files import read_run
 
 
 def _emit(data: dict[str, Any], as_json: bool) -> None:
@@ -30,7 +43,6 @@ def _emit(data: dict[str, Any], as_json: bool) -> None:
 
 def _add_flops_commands(sub: argparse._SubParsersAction) -> None:
     """Register `perfgate flops` and `perfgate mfu`."""
-    from perfgate.catalog import FLOPS_CONVENTIONS, TASKS
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--model", required=True, help="catalog model name, e.g. llama3_8b")
@@ -65,8 +77,6 @@ def _add_flops_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_flops(args: argparse.Namespace) -> int:
-    from perfgate import flops
-
     args.convention = args.convention or flops.default_convention(args.model)
     per_sample = flops.flops_per_sample(
         args.model, args.seq_len, args.task, args.convention, tp=args.tp
@@ -84,8 +94,6 @@ def _cmd_flops(args: argparse.Namespace) -> int:
 
 
 def _cmd_mfu(args: argparse.Namespace) -> int:
-    from perfgate import flops
-
     args.convention = args.convention or flops.default_convention(args.model)
     out = flops.throughput(
         args.model,
@@ -140,8 +148,6 @@ def _add_parse_command(sub: argparse._SubParsersAction) -> None:
     )
 
     def run(args: argparse.Namespace) -> int:
-        from perfgate import logs, stats
-
         window = stats.parse_window(args.window)
         series = logs.parse_files(
             args.logs, tokens_per_step=args.tokens_per_step, num_gpus=args.num_gpus
@@ -246,11 +252,6 @@ def _add_compare_command(sub: argparse._SubParsersAction) -> None:
 
 def _compare_summaries(files: Sequence[str], window: Any, side: str) -> list[Any]:
     """Read and summarize each run; an invalid run (e.g. NaN grad norm) is not steady."""
-    from dataclasses import replace
-
-    from perfgate.stats import summarize_run
-    from perfgate.stats_files import read_run
-
     out = []
     for arg in files:
         run = read_run([f for f in arg.split(",") if f])
@@ -266,17 +267,6 @@ def _compare_summaries(files: Sequence[str], window: Any, side: str) -> list[Any
 
 def _run_compare(args: argparse.Namespace) -> int:
     """`perfgate compare`: 0 unless the verdict is REGRESSION (1); bad input raises (2)."""
-    from perfgate.catalog import Baseline, Provenance
-    from perfgate.errors import ConfigError
-    from perfgate.stats import (
-        ALPHA,
-        DEFAULT_TOLERANCE,
-        Noise,
-        compare_runs,
-        compare_to_baseline,
-        parse_window,
-    )
-
     window = parse_window(args.window)
     noise = Noise(ALPHA if args.alpha is None else args.alpha, args.noise_cv, args.noise_df)
     tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
@@ -356,8 +346,6 @@ def _add_report_command(sub: argparse._SubParsersAction) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from perfgate.report import render, results, table
-
     data = results.read(args.results)
     records = table.worst_first(list(data["rows"].values()))
     if args.html:

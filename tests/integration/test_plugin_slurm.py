@@ -15,8 +15,8 @@ import subprocess
 from typing import Any
 
 import pytest
-from plugin.rows import command_row, with_baseline
 from slurm_suite import SuiteDir, running, sacct_fields
+from suite.rows import command_row, with_baseline
 
 pytestmark = pytest.mark.slurm
 POLL = ("--poll-interval", "0.5")

@@ -20,8 +20,9 @@ from typing import Any
 import cloudpickle
 import pytest
 
-from perfgate.launch import LaunchOptions, LaunchSession, RunRecord
+from perfgate.launch import LaunchOptions, LaunchSession
 from perfgate.launch.envs import load_env_file
+from perfgate.runs import RunRecord
 
 pytestmark = pytest.mark.slurm
 TOKEN = "hf_" + "perfgateTestToken0123456789"

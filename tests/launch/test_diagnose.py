@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from perfgate.launch.diagnose import diagnose, failing_tasks
+from perfgate.diagnose import diagnose, failing_tasks
 from perfgate.logs import Step, StepSeries
 
 NEMO2 = (

@@ -18,7 +18,8 @@ from perfgate.launch import images
 from perfgate.launch.collect import collect_job
 from perfgate.launch.digests import ImageDigests
 from perfgate.launch.job import Job
-from perfgate.launch.types import LaunchOptions, RunRecord, RunResult
+from perfgate.launch.types import LaunchOptions
+from perfgate.runs import RunRecord, RunResult
 
 
 def script(path: Path, body: str) -> None:

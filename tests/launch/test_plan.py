@@ -11,14 +11,9 @@ import pytest
 from perfgate.errors import ConfigError
 from perfgate.launch import plan
 from perfgate.launch.envs import load_env_file
-from perfgate.launch.planning import (
-    CONTAINER_SRC,
-    context,
-    launch_order,
-    pair_launches,
-    srun_argv,
-)
+from perfgate.launch.planning import CONTAINER_SRC, context, pair_launches, srun_argv
 from perfgate.launch.types import LaunchOptions
+from perfgate.runs import launch_order
 
 
 def sbatch_flags(script: str) -> dict[str, str]:

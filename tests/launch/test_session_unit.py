@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import stepfile
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.launch import LaunchOptions, LaunchSession
 from perfgate.launch import session as session_mod
 from perfgate.launch.collect import collect_job, write_json
 from perfgate.launch.slurmstate import JobInfo
+from perfgate.logs import stepfile
 
 
 def stub(monkeypatch, s: LaunchSession, answer) -> list[str]:

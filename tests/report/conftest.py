@@ -1,3 +1,3 @@
-"""Fixtures of the report's pytester tests (the suite copy of tests/plugin/suite.py)."""
+"""Fixtures of the report's pytester tests (the suite copy of tests/suite/pytester_suite.py)."""
 
-from plugin.suite import suite  # noqa: F401  (the fixture)
+from suite.pytester_suite import suite  # noqa: F401  (the fixture)

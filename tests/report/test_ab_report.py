@@ -8,13 +8,13 @@ import math
 import re
 from html.parser import HTMLParser
 
-from perfgate import abgate
 from perfgate.catalog import Baseline, Provenance, Row
-from perfgate.launch.types import RunRecord, RunResult
 from perfgate.logs import Step, StepSeries
 from perfgate.report import ab, render, results, table
 from perfgate.report.plot import COLORS, svg_for_record
-from perfgate.verdicts_ab import evaluate_ab
+from perfgate.runs import RunRecord, RunResult
+from perfgate.verdicts import pairs_rule
+from perfgate.verdicts.paired import evaluate_ab
 
 EVIL = "<script>alert(1)</script>"
 OLD, NEW = f"/lustre/{EVIL}nemo-25.07.sqsh", "/lustre/nemo-25.09.sqsh"
@@ -83,7 +83,7 @@ def test_record_keeps_both_sides_each_pair_and_the_estimate():
     assert "".join(r["image_digest"][7] for r in rec["runs"]) == "bccbbc"  # AB BA AB
     c = rec["comparison"]
     assert c["delta"] == abs(c["delta"]) and abs(c["delta"] - 0.08) < 0.002
-    assert c["alpha"] == abgate.alpha_for(3, 8) and c["detectable"] > c["tolerance"]
+    assert c["alpha"] == pairs_rule.alpha_for(3, 8) and c["detectable"] > c["tolerance"]
     assert c["n_candidate"] == 3 and len(c["pair_deltas"]) == 3
 
 

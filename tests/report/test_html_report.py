@@ -13,7 +13,7 @@ from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 
-from plugin.suite import EXAMPLES
+from suite.pytester_suite import EXAMPLES
 
 from perfgate.cli import main as perfgate_main
 

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from rowdata import as_row
 
 from perfgate.workload.spec import WorkloadSpec
 
@@ -42,7 +43,7 @@ def command_spec(tmp_path: Path):
         row = {"id": "pretrain-llama3_8b-b200-bf16-8gpu-tp1-command", "backend": "command"}
         row.update(row_extra)
         return WorkloadSpec(
-            row=row,
+            row=as_row(row),
             steps=steps,
             output_dir=str(tmp_path / "out"),
             command=[sys.executable, str(HERE / "fake_nemo2_trainer.py")],

@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from rowdata import as_row
 
-from perfgate import stepfile
 from perfgate.errors import ConfigError
+from perfgate.logs import stepfile
 from perfgate.workload import dispatch
 from perfgate.workload.automodel_bases import BASES
 from perfgate.workload.automodel_config import (
@@ -51,7 +52,7 @@ def test_the_catalog_has_automodel_rows_and_every_config_is_known() -> None:
 
 @pytest.mark.parametrize("row", GOOD, ids=[r["id"] for r in GOOD])
 def test_config_carries_the_row(row) -> None:
-    cfg, source = build_config(row, AutomodelInputs(steps=37, output_dir="/out"))
+    cfg, source = build_config(as_row(row), AutomodelInputs(steps=37, output_dir="/out"))
     assert source == f"perfgate's copy of {row['overrides']['config']}"
     d, s = cfg["distributed"], cfg["step_scheduler"]
     assert d["strategy"] == "fsdp2"
@@ -99,7 +100,7 @@ def test_published_vp_is_reproduced_under_todays_automodel(row_id, lps, rounding
     """Seed 003's VP 8 / 4 came from Automodel's Oct-2025 formula (ceil(61 / 2) + 1 = 32
     stages, rounded down); 0.7's ceil(61 / 2) = 31 needs rounding up to give the same 32."""
     row = next(r for r in ROWS if r["id"] == row_id)
-    pipe = build_config(row, AutomodelInputs())[0]["distributed"]["pipeline"]
+    pipe = build_config(as_row(row), AutomodelInputs())[0]["distributed"]["pipeline"]
     assert (pipe["layers_per_stage"], pipe["round_virtual_stages_to_pp_multiple"]) == (
         lps,
         rounding,
@@ -111,7 +112,7 @@ def test_an_impossible_vp_fails_before_submission() -> None:
     # 61 layers on PP 4 give at most 16 stages per rank (one layer each, rounded up).
     row = {**next(r for r in ROWS if r["model"] == "deepseek_v3"), "vp": 20, "id": "x"}
     with pytest.raises(ConfigError) as e:
-        check_overrides(row)
+        check_overrides(as_row(row))
     assert "field 'vp' is 20: Automodel cannot split 61 layers into 20 virtual stages" in str(
         e.value
     )
@@ -130,13 +131,13 @@ def test_layers_per_stage_keeps_the_yaml_value_when_it_gives_the_row_vp() -> Non
 def test_overrides_need_an_existing_path_or_a_plus() -> None:
     row = GOOD[0]
     with pytest.raises(ConfigError) as e:
-        build_config(row, AutomodelInputs(overrides={"step_scheduler.local_batch_sise": 2}))
+        build_config(as_row(row), AutomodelInputs(overrides={"step_scheduler.local_batch_sise": 2}))
     assert "step_scheduler has no key 'local_batch_sise' (did you mean 'local_batch_size'?)" in str(
         e.value
     )
     assert str(e.value).startswith(f"row {row['id']!r}: override ")
     cfg, _ = build_config(
-        row,
+        as_row(row),
         AutomodelInputs(
             overrides={"+distributed.moe.wrap_outer_model": "false", "optimizer.lr": "3e-4"}
         ),
@@ -147,28 +148,30 @@ def test_overrides_need_an_existing_path_or_a_plus() -> None:
 
 def test_a_user_override_beats_the_row() -> None:
     row = next(r for r in GOOD if "step_scheduler.local_batch_size" in r["overrides"])
-    cfg, _ = build_config(row, AutomodelInputs(overrides={"step_scheduler.local_batch_size": 1}))
+    cfg, _ = build_config(
+        as_row(row), AutomodelInputs(overrides={"step_scheduler.local_batch_size": 1})
+    )
     assert cfg["step_scheduler"]["local_batch_size"] == 1
 
 
 def test_unknown_base_and_missing_config_are_clear() -> None:
     row = {**GOOD[0], "overrides": {"config": "examples/nope.yaml"}}
     with pytest.raises(ConfigError, match=r"override 'config' is 'examples/nope\.yaml': not found"):
-        build_config(row)
+        build_config(as_row(row))
     with pytest.raises(ConfigError, match=r"names its base YAML in overrides\['config'\]"):
-        build_config({**GOOD[0], "overrides": {}})
+        build_config(as_row({**GOOD[0], "overrides": {}}))
 
 
 def test_non_bf16_and_non_fsdp_rows_are_refused() -> None:
     with pytest.raises(ConfigError, match="field 'precision' is 'fp8'"):
-        build_config({**GOOD[0], "precision": "fp8"})
+        build_config(as_row({**GOOD[0], "precision": "fp8"}))
     with pytest.raises(ConfigError, match="field 'fsdp' is false"):
-        build_config({**GOOD[0], "fsdp": False})
+        build_config(as_row({**GOOD[0], "fsdp": False}))
 
 
 def test_mock_lora_trains_random_weights_from_the_config() -> None:
     row = next(r for r in GOOD if r["model"] == "llama3_8b")
-    cfg, _ = build_config(row, AutomodelInputs(mock_data=True))
+    cfg, _ = build_config(as_row(row), AutomodelInputs(mock_data=True))
     assert cfg["model"] == {
         "_target_": "nemo_automodel.NeMoAutoModelForCausalLM.from_config",
         "config": {
@@ -221,7 +224,7 @@ def automodel_spec(tmp_path, monkeypatch, series_csv):
 
     def make(row_id: str, steps: int = 20, **extra) -> WorkloadSpec:
         row = next(r for r in ROWS if r["id"] == row_id)
-        return WorkloadSpec(row=row, steps=steps, output_dir=str(tmp_path / "out"), **extra)
+        return WorkloadSpec(row=as_row(row), steps=steps, output_dir=str(tmp_path / "out"), **extra)
 
     return make
 
@@ -281,7 +284,7 @@ def test_dry_run_shows_the_yaml_the_job_would_run() -> None:
     from perfgate.workload.describe import describe
 
     row = next(r for r in GOOD if r["model"] == "llama3_70b" and r["num_gpus"] == 16)
-    text = describe(row, {"optimizer.lr": 2e-5}, steps=12)
+    text = describe(as_row(row), {"optimizer.lr": 2e-5}, steps=12)
     assert text.startswith(f"workload {row['id']} (backend automodel)\n")
     assert f"(base: perfgate's copy of {row['overrides']['config']}):\n" in text
     assert '  "max_steps": 12\n' in text and '  "lr": 2.0e-05\n' in text

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from rowdata import as_row
 
-from perfgate import stepfile
 from perfgate.errors import ConfigError
+from perfgate.logs import stepfile
 from perfgate.workload import dispatch
 from perfgate.workload.bridge_plan import (
     describe_bridge,
@@ -45,25 +46,25 @@ ROW = {
 
 
 def test_the_row_maps_to_bridge_names() -> None:
-    assert recipe_call(ROW) == (
+    assert recipe_call(as_row(ROW)) == (
         "megatron.bridge.recipes.llama.llama3",
         "llama3_70b_pretrain_config",
         {},
     )
     lora = {**ROW, "task": "lora", "num_gpus": 8, "precision": "mxfp8", "fp8_recipe": None}
-    assert recipe_call(lora) == (
+    assert recipe_call(as_row(lora)) == (
         "megatron.bridge.recipes.llama.llama3",
         "llama3_70b_peft_config",
         {"peft_scheme": "lora"},
     )
     # The names of NVIDIA's flat recipes in Bridge 0.6 (perf_recipes/llama/b200/llama3.py).
-    assert perf_recipe_name(ROW) == "llama3_70b_pretrain_64gpu_b200_fp8cs_config"
-    assert perf_recipe_name(lora) == "llama3_70b_peft_8gpu_b200_fp8mx_config"
-    assert precision_preset({"precision": "fp8"}) == (
+    assert perf_recipe_name(as_row(ROW)) == "llama3_70b_pretrain_64gpu_b200_fp8cs_config"
+    assert perf_recipe_name(as_row(lora)) == "llama3_70b_peft_8gpu_b200_fp8mx_config"
+    assert precision_preset(as_row({"precision": "fp8"})) == (
         "bf16_with_fp8_delayed_scaling_mixed",
         "fp8ds",
     )
-    assert precision_preset({"precision": "nvfp4"})[0] == "bf16_with_nvfp4_mixed"
+    assert precision_preset(as_row({"precision": "nvfp4"}))[0] == "bf16_with_nvfp4_mixed"
 
 
 @pytest.mark.parametrize(
@@ -77,11 +78,11 @@ def test_the_row_maps_to_bridge_names() -> None:
 )
 def test_bad_rows_are_clear(change, message) -> None:
     with pytest.raises(ConfigError, match=message):
-        check_overrides({**ROW, **change})
+        check_overrides(as_row({**ROW, **change}))
 
 
 def test_planned_settings_carry_the_row_and_the_benchmark_policy() -> None:
-    s = planned_settings(ROW, steps=37)
+    s = planned_settings(as_row(ROW), steps=37)
     assert (s["train.train_iters"], s["scheduler.lr_decay_iters"], s["train.eval_iters"]) == (
         37,
         37,
@@ -96,7 +97,7 @@ def test_planned_settings_carry_the_row_and_the_benchmark_policy() -> None:
     assert s["tokenizer.tokenizer_type"] == "NullTokenizer" and s["tokenizer.vocab_size"] == 128256
     assert s["checkpoint.save"] is None and s["logger.log_interval"] == 1
     assert "ddp.use_megatron_fsdp" not in s
-    assert planned_settings({**ROW, "fsdp": True}, 5)["ddp.use_megatron_fsdp"] is True
+    assert planned_settings(as_row({**ROW, "fsdp": True}), 5)["ddp.use_megatron_fsdp"] is True
 
 
 def test_overrides_are_checked_at_the_section_and_user_wins() -> None:
@@ -154,20 +155,20 @@ def test_set_attr_path_sets_fields_and_settable_properties_only() -> None:
 
 
 def test_dry_run_and_login_check_need_no_bridge() -> None:
-    text = describe(ROW, {"model.cuda_graph_impl": "local"}, steps=20)
+    text = describe(as_row(ROW), {"model.cuda_graph_impl": "local"}, steps=20)
     assert "megatron.bridge.perf_recipes...llama3_70b_pretrain_64gpu_b200_fp8cs_config()" in text
     assert "megatron.bridge.recipes.llama.llama3.llama3_70b_pretrain_config() with " in text
     assert "mixed_precision=bf16_with_fp8_current_scaling_mixed()" in text
     assert "  train.train_iters = 20\n" in text and "  model.cuda_graph_impl = 'local'\n" in text
     assert "CUDA_DEVICE_MAX_CONNECTIONS=32" in text  # TP 2 on Blackwell
-    assert describe_bridge(ROW, 20, {}) in text
-    assert check_overrides(ROW, {"ddp.overlap_grad_reduce": False}).startswith(
+    assert describe_bridge(as_row(ROW), 20, {}) in text
+    assert check_overrides(as_row(ROW), {"ddp.overlap_grad_reduce": False}).startswith(
         "checked the recipe mapping and override sections"
     )
 
 
 def test_without_bridge_the_job_fails_in_one_line(tmp_path) -> None:
-    spec = WorkloadSpec(row=ROW, steps=5, output_dir=str(tmp_path / "out"))
+    spec = WorkloadSpec(row=as_row(ROW), steps=5, output_dir=str(tmp_path / "out"))
     assert dispatch.run_spec(spec, RankInfo(0, 64, 0, "slurm")) == dispatch.EXIT_FAILED
     rec = stepfile.read(Path(spec.output_dir) / STEPS_FILE)
     assert rec.status == "failed" and rec.backend == "megatron_bridge"

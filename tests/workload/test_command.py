@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import stepfile
+from perfgate.logs import stepfile
 from perfgate.workload import dispatch
 from perfgate.workload.runtime import RANK0_LOG, STEPS_FILE, RankInfo
 from perfgate.workload.spec import WorkloadSpec
@@ -38,7 +38,7 @@ def test_rank0_records_every_step_of_a_real_series(command_spec, real_times, cap
     assert dispatch.run_spec(spec, RANK0) == 0
     rec = _record(spec)
     assert rec.status == "completed" and rec.error is None
-    assert rec.backend == "command" and rec.row_id == spec.row["id"]
+    assert rec.backend == "command" and rec.row_id == spec.row.id
     assert rec.world_size == 8 and rec.nodes == ["gpu07", "gpu08"]
     assert [s["step"] for s in rec.steps] == list(range(50))
     assert [s["step_time_s"] for s in rec.steps] == real_times

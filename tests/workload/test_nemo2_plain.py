@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from rowdata import as_row
 
 from perfgate.errors import ConfigError
 from perfgate.workload.describe import describe
@@ -28,27 +29,27 @@ def _restore_environ():
 
 
 def test_nvidia_defaults_follow_gpu_and_layout() -> None:
-    env = nvidia_defaults(B200_TP2, {})
+    env = nvidia_defaults(as_row(B200_TP2), {})
     assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "32"  # Blackwell with TP > 1
     assert env["NCCL_P2P_NET_CHUNKSIZE"] == "2097152"  # PP > 1
     assert "PYTORCH_CUDA_ALLOC_CONF" not in env  # NVIDIA leaves it off on B200
     assert env["NVTE_FWD_LAYERNORM_SM_MARGIN"] == env["NVTE_BWD_LAYERNORM_SM_MARGIN"] == "16"
     assert env["NCCL_NVLS_ENABLE"] == "0" and "NCCL_NET_GDR_LEVEL" not in env
-    h100 = nvidia_defaults({"gpu": "h100", "cp": 2}, {})
+    h100 = nvidia_defaults(as_row({"gpu": "h100", "cp": 2}), {})
     assert h100["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"  # Hopper: program order for CP overlap
     assert h100["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
     assert "NCCL_P2P_NET_CHUNKSIZE" not in h100
-    plain = nvidia_defaults({"gpu": "h100"}, {})
+    plain = nvidia_defaults(as_row({"gpu": "h100"}), {})
     assert "CUDA_DEVICE_MAX_CONNECTIONS" not in plain
-    gb = nvidia_defaults({"gpu": "gb200"}, {})
+    gb = nvidia_defaults(as_row({"gpu": "gb200"}), {})
     assert (gb["NCCL_NET_GDR_LEVEL"], gb["NCCL_NET_GDR_C2C"]) == ("PHB", "1")
 
 
 def test_nvidia_defaults_follow_the_overrides_that_need_them() -> None:
-    ub = nvidia_defaults({"gpu": "h100"}, {"trainer.strategy.ddp.nccl_ub": True})
+    ub = nvidia_defaults(as_row({"gpu": "h100"}), {"trainer.strategy.ddp.nccl_ub": True})
     assert (ub["NCCL_NVLS_ENABLE"], ub["NCCL_CTA_POLICY"]) == ("1", "1")
     assert "PYTORCH_CUDA_ALLOC_CONF" not in ub
-    graphs = nvidia_defaults({"gpu": "h100"}, {"model.config.enable_cuda_graph": True})
+    graphs = nvidia_defaults(as_row({"gpu": "h100"}), {"model.config.enable_cuda_graph": True})
     assert "PYTORCH_CUDA_ALLOC_CONF" not in graphs
 
 
@@ -114,7 +115,9 @@ def test_prepare_env_sets_the_layered_environment_before_torch(monkeypatch, tmp_
     monkeypatch.setenv("NCCL_NVLS_ENABLE", "1")  # the site's choice beats NVIDIA's default
     monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
     monkeypatch.delenv("CUDA_DEVICE_MAX_CONNECTIONS", raising=False)
-    spec = WorkloadSpec(row=ROW, steps=5, output_dir=str(tmp_path), env={"NCCL_DEBUG": "INFO"})
+    spec = WorkloadSpec(
+        row=as_row(ROW), steps=5, output_dir=str(tmp_path), env={"NCCL_DEBUG": "INFO"}
+    )
     applied = prepare_env(spec, RankInfo(9, 64, 1, "slurm"))
     assert os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] == "32"
     assert os.environ["NCCL_NVLS_ENABLE"] == "1" and os.environ["NCCL_DEBUG"] == "INFO"
@@ -129,15 +132,17 @@ def test_prepare_env_sets_the_layered_environment_before_torch(monkeypatch, tmp_
 
 def test_prepare_env_fails_a_finetune_without_data_before_anything_starts(tmp_path) -> None:
     row = {**ROW, "task": "lora", "id": "lora-x"}
-    spec = WorkloadSpec(row=row, steps=5, output_dir=str(tmp_path))
+    spec = WorkloadSpec(row=as_row(row), steps=5, output_dir=str(tmp_path))
     with pytest.raises(ConfigError, match=r"row 'lora-x' fine-tunes meta-llama/Meta-Llama-3-70B"):
         prepare_env(spec, RankInfo(0, 64, 0, "slurm"))
-    mock = WorkloadSpec(row=row, steps=5, output_dir=str(tmp_path), mock_data=True)
+    mock = WorkloadSpec(row=as_row(row), steps=5, output_dir=str(tmp_path), mock_data=True)
     assert "NEMO_HOME" not in prepare_env(mock, RankInfo(0, 64, 0, "slurm"))
 
 
 def test_describe_without_nemo_lists_what_perfgate_sets() -> None:
-    text = describe(ROW, {"model.config.enable_cuda_graph": "true"}, steps=30, use_nemo=False)
+    text = describe(
+        as_row(ROW), {"model.config.enable_cuda_graph": "true"}, steps=30, use_nemo=False
+    )
     assert text.startswith(f"workload {ROW['id']} (backend nemo2)\nenvironment set in the job:\n")
     assert "  CUDA_DEVICE_MAX_CONNECTIONS=32\n" in text and "  NCCL_DEBUG=WARN\n" in text
     assert "NeMo is not importable here" in text

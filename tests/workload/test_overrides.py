@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from rowdata import as_row
 
 from perfgate.errors import ConfigError
 from perfgate.workload.nemo2_snapshot import load, valid_paths
@@ -89,7 +90,7 @@ def test_snapshot_records_the_pinned_nemo_and_real_fields() -> None:
 
 def test_login_node_check_without_nemo_accepts_real_paths() -> None:
     how = check_overrides(
-        ROW,
+        as_row(ROW),
         {
             "model.config.enable_cuda_graph": "true",
             "trainer.strategy.ddp.bucket_size": 1 << 28,
@@ -124,26 +125,28 @@ def test_login_node_check_without_nemo_accepts_real_paths() -> None:
 )
 def test_login_node_check_without_nemo_rejects_unknown_paths(overrides, message) -> None:
     with pytest.raises(ConfigError) as e:
-        check_overrides(ROW, overrides, use_nemo=False)
+        check_overrides(as_row(ROW), overrides, use_nemo=False)
     assert str(e.value) == message
 
 
 def test_row_overrides_are_checked_too_and_user_overrides_win() -> None:
     row = {**ROW, "overrides": {"model.config.recompute_granuality": "full"}}
     with pytest.raises(ConfigError, match="did you mean 'recompute_granularity'"):
-        check_overrides(row, {}, use_nemo=False)
+        check_overrides(as_row(row), {}, use_nemo=False)
 
 
 def test_command_backend_takes_no_overrides() -> None:
     row = {"id": "x-command", "backend": "command", "overrides": {"command": ["train.sh"]}}
-    assert check_overrides(row, {}, use_nemo=False) == "no recipe overrides (command backend)"
+    assert (
+        check_overrides(as_row(row), {}, use_nemo=False) == "no recipe overrides (command backend)"
+    )
     with pytest.raises(ConfigError, match="backend 'command' runs a command"):
-        check_overrides(row, {"model.config.num_layers": 2}, use_nemo=False)
+        check_overrides(as_row(row), {"model.config.num_layers": 2}, use_nemo=False)
 
 
 def test_unknown_model_is_a_clear_error() -> None:
     with pytest.raises(ConfigError) as e:
-        check_overrides({**ROW, "model": "llama5_1t"}, {}, use_nemo=False)
+        check_overrides(as_row({**ROW, "model": "llama5_1t"}), {}, use_nemo=False)
     assert str(e.value).startswith(
         "field 'model' is 'llama5_1t': the nemo2 backend has no NeMo 2.x recipe mapping"
     )
@@ -151,14 +154,16 @@ def test_unknown_model_is_a_clear_error() -> None:
 
 def test_login_node_check_accepts_removing_a_callback_the_recipe_has() -> None:
     remove = {"trainer.callbacks.MegatronCommOverlapCallback": None}
-    assert check_overrides(ROW, remove, use_nemo=False).startswith("checked against")
+    assert check_overrides(as_row(ROW), remove, use_nemo=False).startswith("checked against")
     with pytest.raises(ConfigError, match=r"the recipe has no callback 'FooCallback' and perf"):
-        check_overrides(ROW, {"trainer.callbacks.FooCallback": None}, use_nemo=False)
+        check_overrides(as_row(ROW), {"trainer.callbacks.FooCallback": None}, use_nemo=False)
 
 
 def test_lora_ddp_fields_are_settable_on_the_login_node_too() -> None:
     lora = {**ROW, "task": "lora", "id": "lora-x"}
-    how = check_overrides(lora, {"trainer.strategy.ddp.fp8_param_gather": True}, use_nemo=False)
+    how = check_overrides(
+        as_row(lora), {"trainer.strategy.ddp.fp8_param_gather": True}, use_nemo=False
+    )
     assert how == "checked against the snapshot of NeMo 2.7.3"
 
 
@@ -172,7 +177,7 @@ def test_cli_overrides_of_every_backend_parse_and_each_backend_checks_its_own() 
         "modle.config.x": 1,
     }
     with pytest.raises(ConfigError) as e:
-        check_overrides(ROW, {"modle.config.x": 1}, use_nemo=False)
+        check_overrides(as_row(ROW), {"modle.config.x": 1}, use_nemo=False)
     assert str(e.value).startswith(
         "override path 'modle.config.x' must start with one of model, data"
     )

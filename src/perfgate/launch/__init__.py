@@ -1,25 +1,7 @@
-"""Launching rows: submitit jobs on Slurm (or locally), their lifecycle and failure diagnosis."""
+"""Launching rows: submitit jobs on Slurm (or locally), their lifecycle and their results."""
 
 from perfgate.launch.planning import plan
 from perfgate.launch.session import LaunchSession
-from perfgate.launch.types import (
-    CAUSES,
-    Diagnosis,
-    JobPlan,
-    JobStatus,
-    LaunchOptions,
-    RunRecord,
-    RunResult,
-)
+from perfgate.launch.types import JobPlan, LaunchOptions
 
-__all__ = [
-    "CAUSES",
-    "Diagnosis",
-    "JobPlan",
-    "JobStatus",
-    "LaunchOptions",
-    "LaunchSession",
-    "RunRecord",
-    "RunResult",
-    "plan",
-]
+__all__ = ["JobPlan", "LaunchOptions", "LaunchSession", "plan"]

@@ -15,10 +15,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from perfgate import atomic, stepfile
+from perfgate import atomic
+from perfgate import diagnose as dg
 from perfgate.errors import PerfgateError
-from perfgate.launch import diagnose as dg
-from perfgate.launch.types import Diagnosis, RunRecord, RunResult
+from perfgate.logs import stepfile
+from perfgate.runs import Diagnosis, RunRecord, RunResult
 
 MANIFEST = "runs.json"
 JOB_LOG = "job.log"

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterable
 
 from perfgate.launch import images
-from perfgate.launch.types import RunResult
+from perfgate.runs import RunResult
 
 WAIT_S = 120.0  # how long a finished row waits for a digest still being computed
 

@@ -27,7 +27,6 @@ from perfgate.launch.collect import JOB_LOG, MANIFEST, collect_job, write_json
 from perfgate.launch.jobimages import JobImages
 from perfgate.launch.planning import (
     JobContext,
-    ab_images,
     container_env_names,
     local_argv,
     pair_launches,
@@ -35,7 +34,7 @@ from perfgate.launch.planning import (
     srun_argv,
     workload_spec,
 )
-from perfgate.launch.types import RunResult
+from perfgate.runs import RunResult, ab_images
 
 STOP_GRACE_S = 10  # between SIGTERM and SIGKILL of a launch we stop
 LOCAL_BAD_EXIT_S = 5  # local ranks: after one fails, the rest get this long (srun -K style)

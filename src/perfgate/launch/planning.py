@@ -7,7 +7,6 @@ the job function builds its srun line with the same `srun_argv()`. Works without
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shlex
 import sys
@@ -18,22 +17,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# submitit has no public way to render a script without submitting it; this is the
+# function its SlurmExecutor calls, so the dry-run shows byte for byte what is submitted.
 from submitit.slurm.slurm import _make_sbatch_string
 
 import perfgate
-from perfgate.catalog import Row
+from perfgate.catalog import EXECUTORS, RUNTIMES, Row
 from perfgate.errors import ConfigError
 from perfgate.launch import images
 from perfgate.launch.envs import job_env
 from perfgate.launch.types import JobPlan, LaunchOptions
+from perfgate.runs import Launches
 from perfgate.workload.spec import WorkloadSpec
 
 DEFAULT_RUN_LIMIT_MIN = 30  # per workload launch, when neither the row nor the user sets one
 SIGNAL_DELAY_S = 60
 CONTAINER_SRC = "/opt/perfgate/src"  # where the perfgate source is mounted in the container
-EXECUTORS = ("slurm", "local")
-RUNTIMES = ("pyxis", "none")
-Launches = tuple[tuple[str, str | None], ...]  # (label, image) in launch order
 
 
 @dataclass(frozen=True)
@@ -41,7 +40,7 @@ class JobContext:
     """Everything the job function needs, pickled into the job: no secret values in here."""
 
     row_id: str
-    row: dict[str, Any]
+    row: Row
     job_dir: str
     executor: str
     nodes: int
@@ -169,18 +168,6 @@ def launches_for(options: LaunchOptions) -> Launches:
     return (("baseline", options.container_image),)
 
 
-def ab_images(launches: Launches) -> tuple[str | None, str | None]:
-    """(baseline image, candidate image) of an A/B launch list."""
-    images = dict(launches)
-    return images.get("baseline"), images.get("candidate")
-
-
-def launch_order(launches: Launches) -> str:
-    """The launch order in letters, a pair per group: "AB BA AB" (A baseline, B candidate)."""
-    letters = "".join("B" if label == "candidate" else "A" for label, _ in launches)
-    return " ".join(letters[i : i + 2] for i in range(0, len(letters), 2))
-
-
 def row_command(row: Row, options: LaunchOptions) -> tuple[tuple[str, ...] | None, dict]:
     """(argv, other overrides) for the row; backend "command" takes its argv from overrides."""
     overrides = {**row.overrides, **options.overrides}
@@ -195,13 +182,6 @@ def row_command(row: Row, options: LaunchOptions) -> tuple[tuple[str, ...] | Non
             f"got {command!r}"
         )
     return tuple(command), overrides
-
-
-def row_dict(row: Row) -> dict[str, Any]:
-    """The row as the workload spec carries it (the stored baseline is not the workload's)."""
-    data = dataclasses.asdict(row)
-    data.pop("baseline", None)
-    return data
 
 
 def time_limit_min(row: Row, options: LaunchOptions, n_launches: int) -> int:
@@ -244,7 +224,7 @@ def context(row: Row, options: LaunchOptions, job_dir: Path, more_pairs=None) ->
     max_launches = 2 * options.max_pairs if options.candidate_image else 1
     return JobContext(
         row_id=row.id,
-        row=row_dict(row),
+        row=row,
         job_dir=str(job_dir),
         executor=options.executor,
         nodes=row.nodes,
@@ -340,7 +320,7 @@ def plan(
         gpu_hours=round(ctx.nodes * gpus_per_node * ctx.time_limit_min / 60.0, 3),
         sbatch_script=script,
         srun_command=shlex.join(argv),
-        workload_spec=dataclasses.asdict(spec),
+        workload_spec=spec.to_dict(),
         job_dir=str(jdir),
         executor=ctx.executor,
         launches=ctx.launches,

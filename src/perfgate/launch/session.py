@@ -32,7 +32,8 @@ from perfgate.launch.collect import collect_job, progress
 from perfgate.launch.envs import export_secrets
 from perfgate.launch.job import run_job
 from perfgate.launch.slurmstate import JobInfo, SlurmStates
-from perfgate.launch.types import Diagnosis, JobPlan, JobStatus, LaunchOptions, RunResult
+from perfgate.launch.types import JobPlan, LaunchOptions
+from perfgate.runs import Diagnosis, JobStatus, RunResult
 
 STATE_FILE = statefile.STATE_FILE
 LOST_AFTER_S = 120  # a submitted job Slurm has no record of for this long is given up

@@ -13,6 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
+from perfgate.verdicts import Evaluation
+from perfgate.verdicts.paired import candidate_steady_steps
+
 
 class StepClock:
     """A pytest-benchmark timer that replays measured step times, one per round."""
@@ -49,3 +54,35 @@ def feed(benchmark: Any, clock: StepClock, steady: Sequence[float], info: dict[s
     clock.load(steady)
     benchmark.extra_info.update(info)
     benchmark.pedantic(clock.step, rounds=len(steady), iterations=1, warmup_rounds=0)
+
+
+def steady_step_times(ev: Evaluation) -> list[float]:
+    """The steady step times a row's benchmark records (A/B: the candidate's, run by run)."""
+    m, series = ev.measured, ev.series
+    if m is None or series is None:
+        return []
+    if ev.mode == "paired":  # each candidate run in its own window
+        return candidate_steady_steps(ev)
+    return [s.step_time_s for s in series.steps if m.window[0] <= s.step <= m.window[1]]
+
+
+def feed_evaluation(request: pytest.FixtureRequest, ev: Evaluation) -> None:
+    """Give pytest-benchmark (when active) the row's steady steps, grouped by GPU type."""
+    config = request.config
+    if not config.pluginmanager.hasplugin("benchmark") or config.getoption("benchmark_skip", False):
+        return
+    m = ev.measured
+    if m is None or ev.series is None:
+        return
+    clock = StepClock()
+    request.node.add_marker(pytest.mark.benchmark(timer=clock, group=ev.row.gpu))
+    info = {
+        "row_id": ev.row.id,
+        "verdict": ev.verdict,
+        "source": ev.source,
+        "window": list(m.window),
+        "window_method": m.window_method,
+        "baseline_step_time_s": ev.row.baseline.step_time_s if ev.row.baseline else None,
+        "tokens_per_s_per_gpu": m.tokens_per_s_per_gpu,
+    }
+    feed(request.getfixturevalue("benchmark"), clock, steady_step_times(ev), info)

@@ -1,6 +1,6 @@
 """pytest-html 4 hooks: extra columns, the sign-off summary, title and environment table.
 
-Registered by perfgate.plugin only when pytest-html is active (its hook specs must exist).
+Registered by perfgate.suite.plugin only when pytest-html is active (its hook specs must exist).
 pytest-html renders cells, summary and environment values with innerHTML: all is escaped.
 """
 
@@ -11,6 +11,7 @@ from html import escape
 from typing import Any
 
 import pytest
+from pytest_metadata.plugin import metadata_key
 
 from perfgate.report import table
 from perfgate.report.environment import environment
@@ -58,10 +59,6 @@ class HtmlHooks:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Fill the environment table (escaped) before pytest-html writes the report."""
-        try:
-            from pytest_metadata.plugin import metadata_key
-        except ImportError:  # pragma: no cover - pytest-html 4 depends on pytest-metadata 3
-            return
         meta = session.config.stash[metadata_key]
         for key in [k for k in meta if k.startswith("perfgate")]:
             del meta[key]

@@ -14,7 +14,7 @@ import json
 import math
 import os
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -230,3 +230,53 @@ def read(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(data.get("rows"), dict):
         raise ConfigError(f"{path}: field 'rows' must be an object keyed by row id")
     return data
+
+
+def baseline_from_record(rec: dict[str, Any], row: catalog.Row) -> catalog.Baseline:
+    """The new Baseline of a row from its results.json record, with provenance.
+
+    A/B records give the candidate's runs: pooled steady step time, spread across them, n_runs.
+    """
+    m = rec["measured"]
+    conv = rec.get("convention") or "nemo2"
+    job = rec.get("job") or {}
+    logs = job.get("log_paths") or []
+    ab = rec.get("ab")
+    spread, n_runs, notes = None, 1, None
+    if rec.get("mode") == "paired" and ab:
+        side = ab["sides"]["candidate"]
+        image, versions = side["image"], dict(side["versions"])
+        step_time, spread, n_runs = side["step_time_s"], side["spread_s"], side["n_runs"]
+        source = "perfgate A/B run"
+        comp = rec.get("comparison") or {}
+        notes = (
+            f"candidate of an A/B gate vs {ab['sides']['baseline']['image']}: "
+            f"{ab['pairs_used']} pairs, delta {comp.get('delta', math.nan):+.2%}"
+        )
+    else:
+        run = rec["runs"][-1] if rec.get("runs") else {}
+        image, versions, step_time = run.get("image"), run.get("versions") or {}, m["step_time_s"]
+        source = "perfgate replay" if rec.get("source") == "replay" else "perfgate run"
+        if source == "perfgate replay" and logs:
+            notes = f"replayed from {logs[-1]}"
+    versions = {k: str(v) for k, v in versions.items() if v is not None}
+    return catalog.Baseline(
+        step_time_s=round(step_time, 6),
+        step_time_spread_s=round(spread, 6) if spread is not None else None,
+        provenance=catalog.Provenance(
+            source=source,
+            container=image,
+            framework_version=versions.get("nemo") or versions.get("megatron_bridge"),
+            date=date.today().isoformat(),
+            job_ids=(str(job["job_id"]),) if job.get("job_id") else (),
+            versions=versions,
+            notes=notes,
+        ),
+        n_runs=n_runs,
+        tokens_per_s_per_gpu=round(m["tokens_per_s_per_gpu"], 1),
+        tflops_per_gpu=round(m["tflops_per_gpu"][conv], 1),
+        flops_convention=conv,
+        mfu=round(m["mfu"][conv], 4),
+        peak_memory_gib=round(m["peak_memory_gib"], 2) if m.get("peak_memory_gib") else None,
+        tolerance=row.baseline.tolerance if row.baseline is not None else None,
+    )

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
 from perfgate.secrets import is_secret
 from perfgate.workload.automodel_config import AutomodelInputs, build_config, to_yaml
@@ -33,7 +34,7 @@ RECIPE = "nemo_automodel.recipes.llm.benchmark"
 
 
 def checkpoint_env(
-    row: dict[str, Any], model_cfg: dict[str, Any], finetune_data: str | None, has_token: bool
+    row: Row, model_cfg: dict[str, Any], finetune_data: str | None, has_token: bool
 ) -> dict[str, str]:
     """Where a fine-tuning rank finds its Hugging Face checkpoint; a clear error when nowhere."""
     hf_id = model_cfg.get("pretrained_model_name_or_path")
@@ -48,7 +49,7 @@ def checkpoint_env(
     if has_token:
         return {}
     raise ConfigError(
-        f"row {row.get('id')!r} fine-tunes {hf_id}: give --finetune-data DIR (with DIR/hub/ a "
+        f"row {row.id!r} fine-tunes {hf_id}: give --finetune-data DIR (with DIR/hub/ a "
         "Hugging Face cache holding it), HF_TOKEN in the job's environment, or "
         "--mock-finetune-data (random weights)"
     )
@@ -71,7 +72,7 @@ def measured_versions(world_size: int, timeout_s: float = 120.0) -> dict[str, st
 
 def run(spec: WorkloadSpec, rank: RankInfo, recorder: Recorder | None) -> None:
     """Run the row's Automodel benchmark on this rank; rank 0 records its steps."""
-    row = dict(spec.row)
+    row = spec.row
     root = os.environ.get(ROOT_ENV, DEFAULT_ROOT)
     inputs = AutomodelInputs(
         steps=spec.steps,
@@ -82,14 +83,14 @@ def run(spec: WorkloadSpec, rank: RankInfo, recorder: Recorder | None) -> None:
     )
     cfg, source = build_config(row, inputs)
     fixed = torch_dist_env(rank)
-    if row.get("task") != "pretrain":
+    if row.task != "pretrain":
         has_token = any(is_secret(k) and k.startswith("HF_") for k in os.environ)
         fixed.update(checkpoint_env(row, cfg.get("model", {}), spec.finetune_data, has_token))
     before = dict(os.environ)
-    env = merge_env(before, None, row.get("env"), spec.env, fixed)
+    env = merge_env(before, None, row.env, spec.env, fixed)
     # A node-local file per rank: ranks never race on one shared file.
     path = Path(tempfile.mkdtemp(prefix="perfgate-automodel-")) / CONFIG_FILE
-    path.write_text(f"# perfgate: row {row.get('id')}, base {source}\n" + to_yaml(cfg))
+    path.write_text(f"# perfgate: row {row.id}, base {source}\n" + to_yaml(cfg))
     if recorder:
         out = Path(spec.output_dir)
         out.mkdir(parents=True, exist_ok=True)

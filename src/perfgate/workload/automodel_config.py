@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate import hardware, models
+from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
 from perfgate.workload.automodel_bases import BASES, builtin_base
 from perfgate.workload.overrides import parse_value, suggest
@@ -125,29 +127,24 @@ def _section(cfg: dict[str, Any], name: str) -> dict[str, Any]:
     return node
 
 
-def apply_row(cfg: dict[str, Any], row: Mapping[str, Any], inputs: AutomodelInputs) -> None:
+def apply_row(cfg: dict[str, Any], row: Row, inputs: AutomodelInputs) -> None:
     """Set the row's hardware, batch, sizes, steps and data on the config (in place)."""
-    from perfgate import hardware, models
-
-    if row.get("precision", "bf16") != "bf16":
+    if row.precision != "bf16":
         raise ConfigError(
-            f"field 'precision' is {row.get('precision')!r}: the automodel backend runs BF16 "
+            f"field 'precision' is {row.precision!r}: the automodel backend runs BF16 "
             "rows (Automodel's FP8 variants are separate YAMLs: name one in 'config')"
         )
-    if not row.get("fsdp"):
+    if not row.fsdp:
         raise ConfigError("field 'fsdp' is false: Automodel's benchmark configs run FSDP2")
-    num_gpus, per_node = int(row["num_gpus"]), int(row.get("gpus_per_node") or 0)
-    per_node = per_node or hardware.gpu(str(row["gpu"])).gpus_per_node
-    tp, pp, cp = (int(row.get(k) or 1) for k in ("tp", "pp", "cp"))
-    ep, vp = int(row.get("ep") or 1), row.get("vp")
+    tp, pp, cp, ep, vp = row.tp, row.pp, row.cp, row.ep, row.vp
     bench = _section(cfg, "benchmark")
-    bench["peak_tflops"] = hardware.peak_tflops(str(row["gpu"]), "bf16")
-    bench["num_nodes"] = max(1, num_gpus // per_node)
+    bench["peak_tflops"] = hardware.peak_tflops(row.gpu, "bf16")
+    bench["num_nodes"] = row.nodes
     if inputs.output_dir:
         bench["json_output_path"] = str(Path(inputs.output_dir) / SUMMARY_FILE)
     sched = _section(cfg, "step_scheduler")
-    sched["global_batch_size"] = int(row["gbs"])
-    sched["local_batch_size"] = int(row["mbs"])
+    sched["global_batch_size"] = row.gbs
+    sched["local_batch_size"] = row.mbs
     sched["max_steps"] = inputs.steps
     for key in ("ckpt_every_steps", "val_every_steps"):  # neither may fall inside the run
         sched[key] = max(int(sched.get(key) or 0), inputs.steps + 1)
@@ -156,11 +153,11 @@ def apply_row(cfg: dict[str, Any], row: Mapping[str, Any], inputs: AutomodelInpu
     if ep > 1 or "ep_size" in dist:
         dist["ep_size"] = ep
     if dist.get("dp_size") not in (None, "none"):
-        dist["dp_size"] = num_gpus // (tp * pp * cp)
+        dist["dp_size"] = row.dp
     if pp > 1:
         pipe = dist.setdefault("pipeline", {})
-        pipe["pp_microbatch_size"] = int(row["mbs"])
-        layers = models.get(str(row["model"])).num_layers
+        pipe["pp_microbatch_size"] = row.mbs
+        layers = models.get(row.model).num_layers
         lps, rounding = pipeline_split_for(
             layers,
             pp,
@@ -170,10 +167,10 @@ def apply_row(cfg: dict[str, Any], row: Mapping[str, Any], inputs: AutomodelInpu
         )
         pipe.update(layers_per_stage=lps, round_virtual_stages_to_pp_multiple=rounding)
     data = _section(cfg, "dataset")
-    data["seq_len"] = int(row["seq_len"])
-    data["num_samples"] = max(int(data.get("num_samples") or 0), inputs.steps * int(row["gbs"]))
+    data["seq_len"] = row.seq_len
+    data["num_samples"] = max(int(data.get("num_samples") or 0), inputs.steps * row.gbs)
     _section(cfg, "checkpoint")["enabled"] = False
-    if inputs.mock_data and row.get("task") != "pretrain":
+    if inputs.mock_data and row.task != "pretrain":
         _random_weights(cfg)
 
 
@@ -223,13 +220,11 @@ def _unknown(path: str, walked: list[str], name: str, node: Any) -> ConfigError:
     )
 
 
-def build_config(
-    row: Mapping[str, Any], inputs: AutomodelInputs | None = None
-) -> tuple[dict[str, Any], str]:
+def build_config(row: Row, inputs: AutomodelInputs | None = None) -> tuple[dict[str, Any], str]:
     """The row's Automodel config and where its base came from; bad input is a ConfigError."""
     inputs = inputs or AutomodelInputs()
-    origin = f"row {row.get('id')!r}"
-    config, paths = split_overrides(row.get("overrides") or {}, inputs.overrides or {})
+    origin = f"row {row.id!r}"
+    config, paths = split_overrides(row.overrides, inputs.overrides or {})
     if not config:
         raise ConfigError(
             f"{origin}: an automodel row names its base YAML in overrides['config'] "

@@ -16,7 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from perfgate import models
+from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
+from perfgate.workload.env import nvidia_defaults
 from perfgate.workload.overrides import parse_value, suggest
 
 
@@ -92,9 +95,9 @@ def bridge_model(name: str) -> BridgeModel:
         ) from None
 
 
-def precision_preset(row: Mapping[str, Any]) -> tuple[str, str]:
+def precision_preset(row: Row) -> tuple[str, str]:
     """(mixed-precision preset function, flat-recipe precision tag) for the row."""
-    key = (str(row.get("precision")), row.get("fp8_recipe"))
+    key = (row.precision, row.fp8_recipe)
     if key not in PRECISIONS:
         known = ", ".join(f"{p}/{r or '-'}" for p, r in PRECISIONS)
         raise ConfigError(
@@ -104,41 +107,36 @@ def precision_preset(row: Mapping[str, Any]) -> tuple[str, str]:
     return PRECISIONS[key]
 
 
-def bridge_task(row: Mapping[str, Any]) -> str:
+def bridge_task(row: Row) -> str:
     """'pretrain', 'sft' or 'peft' (Bridge's names; a LoRA row is a PEFT recipe)."""
-    task = str(row.get("task"))
     names = {"pretrain": "pretrain", "sft": "sft", "lora": "peft"}
-    if task not in names:
-        raise ConfigError(f"field 'task' is {task!r}: expected pretrain, sft or lora")
-    return names[task]
+    if row.task not in names:
+        raise ConfigError(f"field 'task' is {row.task!r}: expected pretrain, sft or lora")
+    return names[row.task]
 
 
-def recipe_call(row: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
+def recipe_call(row: Row) -> tuple[str, str, dict[str, Any]]:
     """(module, function, kwargs) of the library recipe for the row."""
-    model, task = bridge_model(str(row["model"])), bridge_task(row)
+    model, task = bridge_model(row.model), bridge_task(row)
     if task != "pretrain" and not model.finetune:
-        raise ConfigError(f"Megatron-Bridge has no {task} recipe for model {row['model']!r}")
+        raise ConfigError(f"Megatron-Bridge has no {task} recipe for model {row.model!r}")
     kwargs = {"peft_scheme": "lora"} if task == "peft" else {}
     return f"megatron.bridge.recipes.{model.module}", f"{model.prefix}_{task}_config", kwargs
 
 
-def perf_recipe_name(row: Mapping[str, Any]) -> str:
+def perf_recipe_name(row: Row) -> str:
     """The name NVIDIA's flat performance recipe for exactly this row would have (>= 0.6)."""
-    model, task = bridge_model(str(row["model"])), bridge_task(row)
+    model, task = bridge_model(row.model), bridge_task(row)
     tag = precision_preset(row)[1]
-    return f"{model.prefix}_{task}_{int(row['num_gpus'])}gpu_{str(row['gpu']).lower()}_{tag}_config"
+    return f"{model.prefix}_{task}_{row.num_gpus}gpu_{row.gpu.lower()}_{tag}_config"
 
 
-def planned_settings(row: Mapping[str, Any], steps: int) -> dict[str, Any]:
+def planned_settings(row: Row, steps: int) -> dict[str, Any]:
     """The settings perfgate puts on the ConfigContainer for the row, by path, in order.
 
     The benchmark policy of scripts/performance (no eval, no checkpoint, log every step, no
     NaN checks, LR schedule within the run, TE fusions) and then the row's layout and batch.
     """
-    from perfgate.models import get as model_arch
-
-    tp, pp, cp = (int(row.get(k) or 1) for k in ("tp", "pp", "cp"))
-    vp = row.get("vp")
     out: dict[str, Any] = {
         "train.train_iters": steps,
         "train.eval_iters": 0,
@@ -153,21 +151,21 @@ def planned_settings(row: Mapping[str, Any], steps: int) -> dict[str, Any]:
         "model.apply_rope_fusion": True,
         "model.cross_entropy_fusion_impl": "te",
         "ddp.grad_reduce_in_fp32": False,
-        "model.tensor_model_parallel_size": tp,
-        "model.pipeline_model_parallel_size": pp,
-        "model.context_parallel_size": cp,
-        "model.virtual_pipeline_model_parallel_size": None if vp in (None, 1) else int(vp),
-        "model.expert_model_parallel_size": int(row.get("ep") or 1),
-        "model.expert_tensor_parallel_size": row.get("etp"),
-        "model.sequence_parallel": tp > 1,
-        "model.seq_length": int(row["seq_len"]),
-        "dataset.sequence_length": int(row["seq_len"]),  # seq_length is only a property
-        "train.global_batch_size": int(row["gbs"]),
-        "train.micro_batch_size": int(row["mbs"]),
+        "model.tensor_model_parallel_size": row.tp,
+        "model.pipeline_model_parallel_size": row.pp,
+        "model.context_parallel_size": row.cp,
+        "model.virtual_pipeline_model_parallel_size": None if row.vp in (None, 1) else row.vp,
+        "model.expert_model_parallel_size": row.ep,
+        "model.expert_tensor_parallel_size": row.etp,
+        "model.sequence_parallel": row.tp > 1,
+        "model.seq_length": row.seq_len,
+        "dataset.sequence_length": row.seq_len,  # seq_length is only a property
+        "train.global_batch_size": row.gbs,
+        "train.micro_batch_size": row.mbs,
         "tokenizer.tokenizer_type": "NullTokenizer",
-        "tokenizer.vocab_size": model_arch(str(row["model"])).vocab_size,
+        "tokenizer.vocab_size": models.get(row.model).vocab_size,
     }
-    if row.get("fsdp"):
+    if row.fsdp:
         out["ddp.use_megatron_fsdp"] = True
         out["ddp.data_parallel_sharding_strategy"] = "optim_grads_params"
         out["model.gradient_accumulation_fusion"] = False  # as NVIDIA's FSDP configs
@@ -233,7 +231,7 @@ def _field_names(obj: Any) -> set[str]:
     return names
 
 
-def describe_bridge(row: Mapping[str, Any], steps: int, overrides: Mapping[str, Any]) -> str:
+def describe_bridge(row: Row, steps: int, overrides: Mapping[str, Any]) -> str:
     """What --dry-run shows for a megatron_bridge row (no Bridge needed)."""
     module, fn, kwargs = recipe_call(row)
     preset = precision_preset(row)[0]
@@ -244,19 +242,17 @@ def describe_bridge(row: Mapping[str, Any], steps: int, overrides: Mapping[str, 
         f"has it, else {module}.{fn}({args}) with mixed_precision={preset}(), then:",
     ]
     settings = planned_settings(row, steps)
-    settings.update(normalize_overrides(row.get("overrides") or {}, overrides))
+    settings.update(normalize_overrides(row.overrides, overrides))
     lines += [f"  {k} = {v!r}" for k, v in settings.items()]
     return "\n".join(lines) + "\n"
 
 
-def check_bridge_overrides(
-    row: Mapping[str, Any], overrides: Mapping[str, Any], origin: str
-) -> str:
+def check_bridge_overrides(row: Row, overrides: Mapping[str, Any], origin: str) -> str:
     """Check what a login node can: model mapping, precision, task, override sections."""
     try:
         recipe_call(row)
         precision_preset(row)
-        normalize_overrides(row.get("overrides") or {}, overrides)
+        normalize_overrides(row.overrides, overrides)
     except ConfigError as e:
         raise ConfigError(f"{origin}: {e}") from None
     return (
@@ -265,8 +261,6 @@ def check_bridge_overrides(
     )
 
 
-def bridge_env_defaults(row: Mapping[str, Any]) -> dict[str, str]:
+def bridge_env_defaults(row: Row) -> dict[str, str]:
     """NVIDIA's performance environment for the row where Bridge's recipe names none (< 0.6)."""
-    from perfgate.workload.env import nvidia_defaults
-
     return nvidia_defaults(row, {})

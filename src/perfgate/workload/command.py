@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import IO, BinaryIO
 
 from perfgate.errors import ConfigError, LogParseError
+from perfgate.logs import parse_files
 from perfgate.workload.dispatch import Terminated, WorkloadFailed
 from perfgate.workload.env import merge_env
 from perfgate.workload.runtime import RANK0_LOG, RankInfo, Recorder
@@ -40,12 +41,12 @@ def command_env(spec: WorkloadSpec, rank: RankInfo, inherited: dict[str, str]) -
     """The command's environment: inherited < row env < user env < rank and PERFGATE_*."""
     fixed = {
         **rank.env(),
-        "PERFGATE_ROW_ID": str(spec.row.get("id", "")),
+        "PERFGATE_ROW_ID": spec.row.id,
         "PERFGATE_STEPS": str(spec.steps),
         "PERFGATE_OUTPUT_DIR": str(spec.output_dir),
     }
     # NVIDIA's NeMo tuning variables are not applied: they belong to NeMo, not to any command.
-    return merge_env(inherited, None, spec.row.get("env"), spec.env, fixed)
+    return merge_env(inherited, None, spec.row.env, spec.env, fixed)
 
 
 def _write_through(sink: IO[str] | IO[bytes], data: bytes) -> None:
@@ -86,8 +87,6 @@ def refresh_steps(log_path: Path, recorder: Recorder, final: bool) -> int:
     While running, a log without step times yet is normal (0 is returned); at the end it is a
     LogParseError naming the log.
     """
-    from perfgate.logs import parse_files  # the parser is pure Python; lazy to keep start fast
-
     try:
         series = parse_files([log_path])
     except LogParseError:

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
+from perfgate import catalog
 from perfgate.errors import ConfigError, PerfgateError
+from perfgate.logs.stepfile import StepRecord
 from perfgate.secrets import redact
-from perfgate.stepfile import StepRecord
 from perfgate.workload.runtime import (
     STEPS_FILE,
     RankInfo,
@@ -29,13 +30,8 @@ from perfgate.workload.runtime import (
 )
 from perfgate.workload.spec import WorkloadSpec
 
-# backend name (a row's `backend`) -> module with run(spec, rank, recorder)
-BACKENDS: dict[str, str] = {
-    "nemo2": "perfgate.workload.nemo2",
-    "megatron_bridge": "perfgate.workload.megatron_bridge",
-    "automodel": "perfgate.workload.automodel",
-    "command": "perfgate.workload.command",
-}
+# backend name (a row's `backend`) -> its module here, with run(spec, rank, recorder)
+BACKENDS: dict[str, str] = {name: f"perfgate.workload.{name}" for name in catalog.BACKENDS}
 
 EXIT_CONFIG = 2  # the spec or the row is wrong: nothing ran
 EXIT_FAILED = 1  # the workload ran and failed
@@ -63,7 +59,7 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
 
 def backend_of(spec: WorkloadSpec, origin: str) -> str:
     """The row's backend name, checked against the known ones."""
-    backend = spec.row.get("backend", "nemo2")
+    backend = spec.row.backend
     if backend not in BACKENDS:
         raise ConfigError(
             f"{origin}: field 'row.backend' is {backend!r}; known: {', '.join(BACKENDS)}"
@@ -82,12 +78,12 @@ def run_spec(spec: WorkloadSpec, rank: RankInfo, origin: str = "<spec>") -> int:
     try:
         backend = backend_of(spec, origin)
     except ConfigError as e:
-        backend, config_error = str(spec.row.get("backend")), e
+        backend, config_error = spec.row.backend, e
     else:
         config_error = None
     if rank.is_rank0:
         record = StepRecord(
-            row_id=str(spec.row.get("id", "?")),
+            row_id=spec.row.id,
             backend=backend,
             world_size=rank.world_size,
             nodes=job_nodes(),

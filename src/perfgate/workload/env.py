@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from perfgate import hardware
+from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
 from perfgate.secrets import is_secret
 
@@ -62,18 +64,14 @@ def applied_env(
     return {k: v for k, v in merged.items() if inherited.get(k) != v and not is_secret(k)}
 
 
-BLACKWELL = ("b200", "b300", "gb200", "gb300")
-
-
-def nvidia_defaults(row: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, str]:
+def nvidia_defaults(row: Row, overrides: Mapping[str, Any]) -> dict[str, str]:
     """The variables NVIDIA's NeMo 2.x performance scripts set for this row's GPU and layout.
 
     From scripts/performance/executors.py (PERF_ENV_VARS) and NeMo's PerfEnvPlugin: they must
     be in the environment before CUDA and NCCL start, so the workload sets them before it
     imports torch.
     """
-    gpu = str(row.get("gpu", "")).lower()
-    tp, cp, pp = int(row.get("tp", 1)), int(row.get("cp", 1)), int(row.get("pp", 1))
+    gpu, tp, cp, pp = row.gpu, row.tp, row.cp, row.pp
     env = {
         "TORCH_NCCL_AVOID_RECORD_STREAMS": "1",
         "TOKENIZERS_PARALLELISM": "False",
@@ -93,7 +91,7 @@ def nvidia_defaults(row: Mapping[str, Any], overrides: Mapping[str, Any]) -> dic
         env["NCCL_NET_GDR_LEVEL"] = "PHB"  # NCCL <= 2.25
         env["NCCL_NET_GDR_C2C"] = "1"  # NCCL >= 2.26
     if tp > 1 or cp > 1:  # program-order kernel launch for TP/CP overlap
-        env["CUDA_DEVICE_MAX_CONNECTIONS"] = "32" if gpu in BLACKWELL else "1"
+        env["CUDA_DEVICE_MAX_CONNECTIONS"] = "32" if hardware.gpu(gpu).blackwell else "1"
     if pp > 1:
         env["NCCL_P2P_NET_CHUNKSIZE"] = "2097152"
     if overrides.get("trainer.strategy.ddp.nccl_ub"):  # user-buffer registration

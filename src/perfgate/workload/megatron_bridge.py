@@ -1,10 +1,12 @@
 """Backend "megatron_bridge": build the row's ConfigContainer and train it in this process.
 
-Megatron-Bridge is imported only here, lazily (it hard-imports transformer_engine). Every
-rank builds the same config, sets the environment the recipe names (or NVIDIA's defaults),
-and calls Bridge's pretrain/finetune with a callback through which rank 0 records each step
-in steps.json (Bridge >= 0.3 has training callbacks). Bridge's own `Step Time :` log lines
-still go to stdout, so `perfgate parse` works on the log alone.
+Megatron-Bridge, torch and perfgate.workload.recording (torch) are imported only inside the
+functions that need them: Bridge hard-imports transformer_engine, and a login node plans and
+checks these rows without either. Every rank builds the same config, sets the environment
+the recipe names (or NVIDIA's defaults), and calls Bridge's pretrain/finetune with a callback
+through which rank 0 records each step in steps.json (Bridge >= 0.3 has training callbacks).
+Bridge's own `Step Time :` log lines still go to stdout, so `perfgate parse` works on the log
+alone.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import pkgutil
 import time
 from collections.abc import Mapping
 from typing import Any
 
+from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
 from perfgate.secrets import is_secret
 from perfgate.workload.bridge_plan import (
@@ -37,8 +41,6 @@ FLOPS_CONVENTION = "megatron_bridge"  # Bridge's flop_utils: causal attention
 
 def find_perf_recipe(name: str) -> Any | None:
     """NVIDIA's flat performance recipe function of that name (Bridge >= 0.6), or None."""
-    import pkgutil
-
     try:
         perf = importlib.import_module("megatron.bridge.perf_recipes")
     except ImportError:
@@ -53,13 +55,13 @@ def find_perf_recipe(name: str) -> Any | None:
 
 
 def build_config(
-    row: Mapping[str, Any], steps: int, overrides: Mapping[str, Any], mock_data: bool
+    row: Row, steps: int, overrides: Mapping[str, Any], mock_data: bool
 ) -> tuple[Any, str]:
     """The row's ConfigContainer and which recipe it started from."""
-    task = str(row.get("task"))
+    task = row.task
     if task != "pretrain" and not mock_data:
         raise ConfigError(
-            f"row {row.get('id')!r}: the megatron_bridge backend fine-tunes on mock data and "
+            f"row {row.id!r}: the megatron_bridge backend fine-tunes on mock data and "
             "random weights only (--mock-finetune-data); for SQuAD and a checkpoint run "
             "Bridge's scripts/performance with backend 'command'"
         )
@@ -93,7 +95,7 @@ def build_config(
     from megatron.bridge.training.config import MockGPTDatasetConfig
 
     cfg.dataset = MockGPTDatasetConfig(
-        sequence_length=int(row["seq_len"]),
+        sequence_length=row.seq_len,
         random_seed=1234,
         reset_attention_mask=False,
         reset_position_ids=False,
@@ -108,7 +110,7 @@ def build_config(
         cfg.checkpoint.pretrained_checkpoint = None  # random weights: mock fine-tuning
     settings = {
         **planned_settings(row, steps),
-        **normalize_overrides(row.get("overrides") or {}, overrides),
+        **normalize_overrides(row.overrides, overrides),
     }
     for path, value in settings.items():
         set_attr_path(cfg, path, value)
@@ -212,7 +214,7 @@ def prepare_env(
     """Set the environment (recipe's < inherited < row < user < rank); return what changed."""
     defaults = {k: str(v) for k, v in (recipe_env or {}).items()} or bridge_env_defaults(spec.row)
     before = dict(os.environ)
-    env = merge_env(before, defaults, spec.row.get("env"), spec.env, torch_dist_env(rank))
+    env = merge_env(before, defaults, spec.row.env, spec.env, torch_dist_env(rank))
     os.environ.update(env)
     return {k: v for k, v in env.items() if before.get(k) != v and not is_secret(k)}
 
@@ -235,7 +237,7 @@ def run(spec: WorkloadSpec, rank: RankInfo, recorder: Recorder | None) -> None:
             "this Megatron-Bridge's pretrain() takes no callbacks (added in 0.3): run the row "
             "with backend 'command' and Bridge's scripts/performance; perfgate parses its logs"
         )
-    rec = StepRecorder(recorder, int(row["gbs"]), int(row["seq_len"]), rank.world_size)
+    rec = StepRecorder(recorder, row.gbs, row.seq_len, rank.world_size)
     pretrain(config=cfg, forward_step_func=forward_step, callbacks=callback_manager(rec))
     if recorder and len(recorder.record.steps) < spec.steps:
         raise WorkloadFailed(

@@ -31,16 +31,16 @@ def prepare_env(spec: WorkloadSpec, rank: RankInfo) -> dict[str, str]:
     paths and rank variables.
     """
     row = spec.row
-    overrides = merged_overrides(row.get("overrides") or {}, spec.overrides)
+    overrides = merged_overrides(row.overrides, spec.overrides)
     fixed = dict(rank.env())
-    if row["task"] != "pretrain" and not spec.mock_data:
-        hf_id = nemo2_model(str(row["model"])).hf_id
+    if row.task != "pretrain" and not spec.mock_data:
+        hf_id = nemo2_model(row.model).hf_id
         if hf_id is None:
-            raise ConfigError(f"row {row.get('id')!r}: no checkpoint id to fine-tune from")
+            raise ConfigError(f"row {row.id!r}: no checkpoint id to fine-tune from")
         has_token = any(is_secret(k) and k.startswith("HF_") for k in os.environ)
-        fixed.update(finetune_env(spec.finetune_data, hf_id, has_token, str(row.get("id"))))
+        fixed.update(finetune_env(spec.finetune_data, hf_id, has_token, row.id))
     before = dict(os.environ)
-    env = merge_env(before, nvidia_defaults(row, overrides), row.get("env"), spec.env, fixed)
+    env = merge_env(before, nvidia_defaults(row, overrides), row.env, spec.env, fixed)
     os.environ.update(env)
     return {k: v for k, v in env.items() if before.get(k) != v and not is_secret(k)}
 
@@ -50,9 +50,11 @@ def run(spec: WorkloadSpec, rank: RankInfo, recorder: Recorder | None) -> None:
     row = spec.row
     applied = prepare_env(spec, rank)  # a missing checkpoint/dataset fails here, before NeMo
     if recorder:
-        recorder.update(env=applied, mock_data=spec.mock_data or row.get("task") == "pretrain")
+        recorder.update(env=applied, mock_data=spec.mock_data or row.task == "pretrain")
 
-    import fiddle as fdl  # after the environment: CUDA and NCCL read it when they start
+    # NeMo, Lightning and fiddle load only now, after the environment is set: CUDA and NCCL
+    # read it when they start.
+    import fiddle as fdl
 
     from perfgate.workload.nemo2_callback import PerfgateStepCallback
     from perfgate.workload.nemo2_recipe import RecipeInputs, build_recipe
@@ -67,9 +69,7 @@ def run(spec: WorkloadSpec, rank: RankInfo, recorder: Recorder | None) -> None:
     recipe = build_recipe(row, inputs)
     task: Any = fdl.build(recipe)  # functools.partial(llm.pretrain / llm.finetune, ...)
     trainer = task.keywords["trainer"]
-    trainer.callbacks.append(
-        PerfgateStepCallback(recorder, int(row["gbs"]), int(row["seq_len"]), rank.world_size)
-    )
+    trainer.callbacks.append(PerfgateStepCallback(recorder, row.gbs, row.seq_len, rank.world_size))
     task()
     if recorder:
         done = len(recorder.record.steps)

@@ -7,14 +7,12 @@ and precision, and the model-specific recipe settings the scripts apply.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfgate import hardware
+from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
-
-# GPU types whose NVIDIA tuning (userbuffer configs, CUDA_DEVICE_MAX_CONNECTIONS) is Blackwell's.
-SM100_OR_NEWER = ("b200", "b300", "gb200", "gb300")
 
 
 @dataclass(frozen=True)
@@ -139,7 +137,14 @@ def nemo2_model(name: str) -> Nemo2Model:
 
 def gpu_class(gpu: str) -> str:
     """'b200' for every Blackwell GPU, else 'h100' (the two families NVIDIA tunes for)."""
-    return "b200" if gpu.lower() in SM100_OR_NEWER else "h100"
+    return "b200" if hardware.gpu(gpu).blackwell else "h100"
+
+
+def tp_overlap_config(row: Row) -> str | None:
+    """The TP-overlap userbuffers config NVIDIA's scripts pick for the row (pretraining only)."""
+    dtype = "bf16" if row.precision == "bf16" else "fp8"
+    name = nemo2_model(row.model).tp_overlap.get((gpu_class(row.gpu), dtype))
+    return name if row.task == "pretrain" else None
 
 
 def deepseek_pp_layout(pp: int, vp: int | None) -> list[list[str]] | None:
@@ -179,14 +184,3 @@ def deepseek_dispatcher(gpu: str) -> dict[str, Any]:
         "model.config.moe_enable_deepep": False,
         "model.config.moe_shared_expert_overlap": True,
     }
-
-
-def complete_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The row with the defaults baselines/*.json may leave out (GPUs per node, sizes of 1)."""
-    from perfgate.hardware import gpu
-
-    out = {"tp": 1, "pp": 1, "cp": 1, "ep": 1, "vp": None, "etp": None, "fsdp": False}
-    out.update({k: v for k, v in row.items() if v is not None or k not in out})
-    if not out.get("gpus_per_node"):
-        out["gpus_per_node"] = gpu(str(row["gpu"])).gpus_per_node
-    return out

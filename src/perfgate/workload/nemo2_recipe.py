@@ -15,14 +15,23 @@ from typing import Any
 
 import fiddle as fdl
 import nemo_run as run
+from fiddle.experimental.dataclasses import convert_dataclasses_to_configs
+from fiddle.signatures import get_signature
+from megatron.core.distributed import DistributedDataParallelConfig
+from nemo.collections.common.tokenizers.huggingface.auto_tokenizer import AutoTokenizer
+from nemo.collections.common.tokenizers.tokenizer_utils import get_nmt_tokenizer
+from nemo.collections.llm.gpt.data.mock import MockDataModule
+from nemo.collections.llm.recipes.precision import mixed_precision
+from nemo.collections.llm.recipes.tp_overlap_configs import userbuffers
+from nemo.lightning.pytorch.callbacks.flops_callback import FLOPsMeasurementCallback
 
+from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
 from perfgate.workload.nemo2_models import (
-    complete_row,
     deepseek_dispatcher,
     deepseek_pp_layout,
-    gpu_class,
     nemo2_model,
+    tp_overlap_config,
 )
 from perfgate.workload.overrides import ADDABLE_CALLBACKS, merged_overrides, suggest
 
@@ -44,37 +53,39 @@ class RecipeInputs:
     finetune_data: str | None = None  # llmb checkpoint_and_dataset / NEMO_HOME layout
 
 
-def _params(cfg: fdl.Buildable) -> set[str]:
-    """Named parameters of the config's class.
+def params_of(cfg: fdl.Buildable) -> set[str]:
+    """Named parameters of the config's class, and the arguments already set on it.
 
     **kwargs do not count: MegatronStrategy forwards them to torch's DDP, where a misspelled
     knob would be silently dropped or fail late, so overrides may only name real parameters.
     """
-    sig = cfg.__signature_info__.signature
+    sig = get_signature(fdl.get_callable(cfg))
     named = {
         name
         for name, p in sig.parameters.items()
         if p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
     }
-    return named | set(cfg.__arguments__)
+    return named | set(fdl.ordered_arguments(cfg))
 
 
-def _class_name(cfg: Any) -> str:
-    fn = getattr(cfg, "__fn_or_cls__", None)
+def class_name(cfg: Any) -> str:
+    """The name of the class (or function) a config builds; of the object's own class else."""
+    fn = fdl.get_callable(cfg) if isinstance(cfg, fdl.Buildable) else type(cfg)
     return getattr(fn, "__name__", type(cfg).__name__)
 
 
 def set_field(cfg: fdl.Buildable, name: str, value: Any, where: str) -> None:
     """Set a config field, refusing names its class does not take (fiddle would accept them)."""
-    params = _params(cfg)
+    params = params_of(cfg)
     if name not in params:
         raise ConfigError(
-            f"{where}: {_class_name(cfg)} has no field {name!r}{suggest(name, params)}"
+            f"{where}: {class_name(cfg)} has no field {name!r}{suggest(name, params)}"
         )
     setattr(cfg, name, value)
 
 
-def _import(dotted: str) -> Any:
+def import_dotted(dotted: str) -> Any:
+    """The object a dotted name names (module.attribute)."""
     module, _, attr = dotted.rpartition(".")
     return getattr(importlib.import_module(module), attr)
 
@@ -85,17 +96,17 @@ def find_callback(recipe: run.Partial, name: str, add: bool = False) -> fdl.Buil
     if callbacks is None:
         recipe.trainer.callbacks = callbacks = []
     for cb in callbacks:
-        if _class_name(cb) == name:
+        if class_name(cb) == name:
             return cb
     if not add:
         return None
     if name not in ADDABLE_CALLBACKS:
-        present = [_class_name(c) for c in callbacks]
+        present = [class_name(c) for c in callbacks]
         raise ConfigError(
             f"callback {name!r} is not in the recipe ({', '.join(present)}) and perfgate does "
             f"not add it; addable: {', '.join(ADDABLE_CALLBACKS)}"
         )
-    cb = run.Config(_import(ADDABLE_CALLBACKS[name]))
+    cb = run.Config(import_dotted(ADDABLE_CALLBACKS[name]))
     callbacks.append(cb)
     return cb
 
@@ -108,17 +119,15 @@ def megatron_ddp_config() -> fdl.Buildable:
     lets an override reach a DDP field (seed 000's ddp.fp8_param_gather for mxfp8 LoRA)
     without changing anything else the run does.
     """
-    from megatron.core.distributed import DistributedDataParallelConfig
-
     return run.Config(DistributedDataParallelConfig, check_for_nan_in_grad=True)
 
 
 def remove_callback(recipe: run.Partial, name: str, origin: str = "override") -> None:
     """Drop the recipe's callback of that class name (`trainer.callbacks.NAME=null`)."""
     callbacks = recipe.trainer.callbacks or []
-    kept = [cb for cb in callbacks if _class_name(cb) != name]
+    kept = [cb for cb in callbacks if class_name(cb) != name]
     if len(kept) == len(callbacks):
-        present = ", ".join(_class_name(c) for c in callbacks)
+        present = ", ".join(class_name(c) for c in callbacks)
         raise ConfigError(
             f"{origin} 'trainer.callbacks.{name}': the recipe has no {name} to remove ({present})"
         )
@@ -149,10 +158,10 @@ def set_path(recipe: run.Partial, path: str, value: Any, origin: str = "override
         where = f"{origin} {path!r}"
         if not isinstance(node, fdl.Buildable):
             raise ConfigError(f"{where}: {'.'.join(walked)} is {node!r}, not a config object")
-        params = _params(node)
+        params = params_of(node)
         if seg not in params:
             raise ConfigError(
-                f"{where}: {_class_name(node)} has no field {seg!r}{suggest(seg, params)}"
+                f"{where}: {class_name(node)} has no field {seg!r}{suggest(seg, params)}"
             )
         child = getattr(node, seg)
         if walked == ["trainer", "strategy"] and seg == "ddp" and child == "megatron":
@@ -172,42 +181,39 @@ def set_path(recipe: run.Partial, path: str, value: Any, origin: str = "override
 
 def _try_set(cfg: fdl.Buildable, name: str, value: Any) -> None:
     """Set where this NeMo/Megatron-Core version has the field (as NVIDIA's scripts do)."""
-    if name in _params(cfg):
+    if name in params_of(cfg):
         setattr(cfg, name, value)
 
 
-def _recipe_fn(row: Mapping[str, Any], inputs: RecipeInputs) -> run.Partial:
-    model = nemo2_model(str(row["model"]))
+def recipe_function(row: Row, inputs: RecipeInputs) -> run.Partial:
+    """NeMo's own recipe of the row (performance mode), before perfgate's settings."""
+    model = nemo2_model(row.model)
     module = importlib.import_module(f"nemo.collections.llm.recipes.{model.recipe}")
-    task = row["task"]
+    task = row.task
     if task == "pretrain":
         fn = module.pretrain_recipe
         kwargs: dict[str, Any] = {"performance_mode": True}
     else:
         fn = getattr(module, "finetune_recipe", None)
         if fn is None:
-            raise ConfigError(f"model {row['model']!r}: NeMo has no finetune_recipe for it")
+            raise ConfigError(f"model {row.model!r}: NeMo has no finetune_recipe for it")
         kwargs = {
             "peft_scheme": "lora" if task == "lora" else "none",
             "performance_mode": True,
             "packed_sequence": not inputs.mock_data,
-            "seq_length": int(row["seq_len"]),
+            "seq_length": row.seq_len,
         }
     accepted = inspect.signature(fn).parameters
     return fn(**{k: v for k, v in kwargs.items() if k in accepted})
 
 
 def _null_tokenizer(vocab_size: int) -> run.Config:
-    from nemo.collections.common.tokenizers.tokenizer_utils import get_nmt_tokenizer
-
     return run.Config(
         get_nmt_tokenizer, library="null", model_name="NullTokenizer", vocab_size=vocab_size
     )
 
 
 def _hf_tokenizer(hf_id: str) -> run.Config:
-    from nemo.collections.common.tokenizers.huggingface.auto_tokenizer import AutoTokenizer
-
     return run.Config(AutoTokenizer, pretrained_model_name=hf_id, use_fast=True)
 
 
@@ -215,48 +221,41 @@ def _comm_overlap(recipe: run.Partial) -> fdl.Buildable | None:
     return find_callback(recipe, "MegatronCommOverlapCallback")
 
 
-def _set_layout(recipe: run.Partial, row: Mapping[str, Any], steps: int) -> None:
+def _set_layout(recipe: run.Partial, row: Row, steps: int) -> None:
     """set_primary_perf_configs: trainer, batch, parallel sizes, no validation."""
-    from nemo.collections.llm.gpt.data.mock import MockDataModule
-
-    num_gpus, per_node = int(row["num_gpus"]), int(row["gpus_per_node"])
-    nodes = num_gpus // per_node if num_gpus >= per_node else 1
-    tp, pp, cp = int(row.get("tp", 1)), int(row.get("pp", 1)), int(row.get("cp", 1))
-    vp = row.get("vp")
+    vp = row.vp
     trainer, strategy = recipe.trainer, recipe.trainer.strategy
-    trainer.num_nodes = nodes
-    trainer.devices = min(num_gpus, per_node)
+    trainer.num_nodes = row.nodes
+    trainer.devices = row.tasks_per_node
     trainer.max_steps = steps
     trainer.val_check_interval = steps
     trainer.limit_val_batches = 0
-    recipe.data.micro_batch_size = int(row["mbs"])
-    recipe.data.global_batch_size = int(row["gbs"])
-    recipe.data.seq_length = int(row["seq_len"])
-    set_field(recipe.model.config, "seq_length", int(row["seq_len"]), "row field 'seq_len'")
-    if recipe.data.__fn_or_cls__ is MockDataModule:
-        recipe.data.num_train_samples = steps * int(row["gbs"])  # one epoch for the run
-    strategy.tensor_model_parallel_size = tp
-    strategy.pipeline_model_parallel_size = pp
-    strategy.context_parallel_size = cp
-    strategy.virtual_pipeline_model_parallel_size = None if vp in (None, 1) else int(vp)
-    strategy.expert_model_parallel_size = int(row.get("ep", 1))
-    strategy.expert_tensor_parallel_size = row.get("etp")
-    strategy.sequence_parallel = tp > 1
+    recipe.data.micro_batch_size = row.mbs
+    recipe.data.global_batch_size = row.gbs
+    recipe.data.seq_length = row.seq_len
+    set_field(recipe.model.config, "seq_length", row.seq_len, "row field 'seq_len'")
+    if fdl.get_callable(recipe.data) is MockDataModule:
+        recipe.data.num_train_samples = steps * row.gbs  # one epoch for the run
+    strategy.tensor_model_parallel_size = row.tp
+    strategy.pipeline_model_parallel_size = row.pp
+    strategy.context_parallel_size = row.cp
+    strategy.virtual_pipeline_model_parallel_size = None if vp in (None, 1) else vp
+    strategy.expert_model_parallel_size = row.ep
+    strategy.expert_tensor_parallel_size = row.etp
+    strategy.sequence_parallel = row.tp > 1
     overlap = _comm_overlap(recipe)
-    dp = num_gpus // (tp * pp * cp)
     if overlap is not None:
-        overlap.overlap_param_gather_with_optimizer_step = bool(dp > 1 and pp > 1 and vp and vp > 1)
+        interleaved = row.dp > 1 and row.pp > 1 and bool(vp and vp > 1)
+        overlap.overlap_param_gather_with_optimizer_step = interleaved
     config = recipe.model.config
     _try_set(config, "use_te_activation_func", False)
     _try_set(config, "activation_func_fp8_input_store", False)
     config.cross_entropy_fusion_impl = "te"
 
 
-def _set_precision(recipe: run.Partial, row: Mapping[str, Any]) -> None:
+def _set_precision(recipe: run.Partial, row: Row) -> None:
     """set_precision_configs: the MegatronMixedPrecision plugin of the row's precision."""
-    from nemo.collections.llm.recipes.precision import mixed_precision
-
-    precision, fp8_recipe = row["precision"], row.get("fp8_recipe")
+    precision, fp8_recipe = row.precision, row.fp8_recipe
     if precision == "bf16":
         recipe.optim.config.use_precision_aware_optimizer = True
         plugins = recipe.trainer.plugins
@@ -288,18 +287,18 @@ def _set_precision(recipe: run.Partial, row: Mapping[str, Any]) -> None:
     recipe.trainer.plugins.grad_reduce_in_fp32 = False
 
 
-def _set_perf(recipe: run.Partial, row: Mapping[str, Any], overrides: Mapping[str, Any]) -> None:
+def _set_perf(recipe: run.Partial, row: Row, overrides: Mapping[str, Any]) -> None:
     """set_perf_optimization_configs: CUDA graphs, Megatron FSDP, DDP checks off."""
     strategy, ddp = recipe.trainer.strategy, recipe.trainer.strategy.ddp
     cuda_graphs = bool(overrides.get("model.config.enable_cuda_graph", False))
-    if row.get("fsdp") and cuda_graphs:
+    if row.fsdp and cuda_graphs:
         raise ConfigError("row asks for FSDP and CUDA graphs: NeMo does not support both")
     recipe.model.config.enable_cuda_graph = cuda_graphs
     strategy.use_te_rng_tracker = cuda_graphs
     packed = getattr(recipe.data, "packed_sequence_specs", None)
-    if row["task"] == "lora" and isinstance(packed, fdl.Buildable):
+    if row.task == "lora" and isinstance(packed, fdl.Buildable):
         packed.pad_cu_seqlens = cuda_graphs
-    if row.get("fsdp"):
+    if row.fsdp:
         if not isinstance(ddp, fdl.Buildable):
             raise ConfigError(f"row asks for FSDP but the recipe's DDP is {ddp!r}, not a config")
         recipe.model.config.init_model_with_meta_device = True
@@ -310,7 +309,7 @@ def _set_perf(recipe: run.Partial, row: Mapping[str, Any], overrides: Mapping[st
         if overlap is not None and getattr(overlap, "defer_embedding_wgrad_compute", False):
             overlap.defer_embedding_wgrad_compute = False
     _set_precision(recipe, row)
-    if row.get("fsdp") and recipe.trainer.plugins.grad_reduce_in_fp32:
+    if row.fsdp and recipe.trainer.plugins.grad_reduce_in_fp32:
         ddp.average_in_collective = False
     strategy.use_sharp = False
     if isinstance(ddp, fdl.Buildable):  # fine-tuning recipes may name the DDP by a string
@@ -321,12 +320,10 @@ def _set_perf(recipe: run.Partial, row: Mapping[str, Any], overrides: Mapping[st
         _try_set(ddp, "keep_fp8_transpose_cache", False)
 
 
-def _set_logging(recipe: run.Partial, row: Mapping[str, Any], log_dir: str | None) -> None:
+def _set_logging(recipe: run.Partial, row: Row, log_dir: str | None) -> None:
     """set_exp_logging_configs: FLOPs callback (pretrain), no TensorBoard, no checkpoints."""
-    from nemo.lightning.pytorch.callbacks.flops_callback import FLOPsMeasurementCallback
-
-    model = nemo2_model(str(row["model"]))
-    if row["task"] == "pretrain":
+    model = nemo2_model(row.model)
+    if row.task == "pretrain":
         recipe.trainer.callbacks.append(
             run.Config(
                 FLOPsMeasurementCallback,
@@ -343,50 +340,42 @@ def _set_logging(recipe: run.Partial, row: Mapping[str, Any], log_dir: str | Non
     recipe.trainer.log_every_n_steps = 1
 
 
-def _set_model_specifics(recipe: run.Partial, row: Mapping[str, Any]) -> None:
+def _set_model_specifics(recipe: run.Partial, row: Row) -> None:
     """What each scripts/performance/llm/<model>.py adds after the common helpers."""
-    model = nemo2_model(str(row["model"]))
+    model = nemo2_model(row.model)
     for path, value in model.settings.items():
-        set_path(recipe, path, value, origin=f"nemo2 model setting of {row['model']}")
-    if row["model"] == "deepseek_v3":
-        for path, value in deepseek_dispatcher(str(row["gpu"])).items():
+        set_path(recipe, path, value, origin=f"nemo2 model setting of {row.model}")
+    if row.model == "deepseek_v3":
+        for path, value in deepseek_dispatcher(row.gpu).items():
             set_path(recipe, path, value, origin="nemo2 model setting of deepseek_v3")
-        layout = deepseek_pp_layout(int(row.get("pp", 1)), row.get("vp"))
+        layout = deepseek_pp_layout(row.pp, row.vp)
         recipe.trainer.strategy.pipeline_model_parallel_layout = layout
         find_callback(recipe, "MegatronEnableExperimentalCallback", add=True)
-    dtype = "bf16" if row["precision"] == "bf16" else "fp8"
-    ub_name = model.tp_overlap.get((gpu_class(str(row["gpu"])), dtype))
+    ub_name = tp_overlap_config(row)
     overlap = _comm_overlap(recipe)
-    if ub_name and overlap is not None and row["task"] == "pretrain":
-        import fiddle._src.experimental.dataclasses as fdl_dc
-        from nemo.collections.llm.recipes.tp_overlap_configs import userbuffers
-
+    if ub_name and overlap is not None:
         cfg = getattr(userbuffers, ub_name)
-        overlap.tp_comm_overlap_cfg = fdl.cast(
-            run.Config, fdl_dc.convert_dataclasses_to_configs(cfg)
-        )
+        overlap.tp_comm_overlap_cfg = fdl.cast(run.Config, convert_dataclasses_to_configs(cfg))
 
 
-def _set_data(recipe: run.Partial, row: Mapping[str, Any], inputs: RecipeInputs) -> None:
+def _set_data(recipe: run.Partial, row: Row, inputs: RecipeInputs) -> None:
     """Mock data with a NullTokenizer (pretrain, mock fine-tuning), else SQuAD + HF tokenizer."""
-    from nemo.collections.llm.gpt.data.mock import MockDataModule
-
-    model = nemo2_model(str(row["model"]))
-    if row["task"] != "pretrain" and inputs.mock_data:
+    model = nemo2_model(row.model)
+    if row.task != "pretrain" and inputs.mock_data:
         recipe.data = run.Config(
             MockDataModule,
-            seq_length=int(row["seq_len"]),
-            micro_batch_size=int(row["mbs"]),
-            global_batch_size=int(row["gbs"]),
-            num_train_samples=inputs.steps * int(row["gbs"]),
+            seq_length=row.seq_len,
+            micro_batch_size=row.mbs,
+            global_batch_size=row.gbs,
+            num_train_samples=inputs.steps * row.gbs,
         )
         recipe.resume = None  # random weights: the step time does not depend on their values
-    if row["task"] == "pretrain" or inputs.mock_data:
+    if row.task == "pretrain" or inputs.mock_data:
         recipe.data.tokenizer = _null_tokenizer(model.vocab_size)
         recipe.model.tokenizer = recipe.data.tokenizer
         return
     if model.hf_id is None:
-        raise ConfigError(f"model {row['model']!r}: no Hugging Face checkpoint id to fine-tune")
+        raise ConfigError(f"model {row.model!r}: no Hugging Face checkpoint id to fine-tune")
     recipe.data.tokenizer = _hf_tokenizer(model.hf_id)
     if inputs.finetune_data:
         recipe.data.dataset_root = f"{inputs.finetune_data.rstrip('/')}/datasets/squad"
@@ -394,12 +383,11 @@ def _set_data(recipe: run.Partial, row: Mapping[str, Any], inputs: RecipeInputs)
     recipe.model.config.disable_parameter_transpose_cache = True
 
 
-def build_recipe(row: Mapping[str, Any], inputs: RecipeInputs | None = None) -> run.Partial:
+def build_recipe(row: Row, inputs: RecipeInputs | None = None) -> run.Partial:
     """The recipe NVIDIA's scripts would run for this row, plus the row's and user's overrides."""
     inputs = inputs or RecipeInputs()
-    row = complete_row(row)
-    overrides = merged_overrides(row.get("overrides") or {}, inputs.overrides or {})
-    recipe = _recipe_fn(row, inputs)
+    overrides = merged_overrides(row.overrides, inputs.overrides or {})
+    recipe = recipe_function(row, inputs)
     _set_data(recipe, row, inputs)
     _set_layout(recipe, row, inputs.steps)
     _set_perf(recipe, row, overrides)

@@ -11,37 +11,42 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from perfgate.catalog.rows import Row
+from perfgate.workload.nemo2_models import NEMO2_MODELS
+from perfgate.workload.overrides import ADDABLE_CALLBACKS
 
 SNAPSHOT = Path(__file__).with_name("nemo2_paths.json")
 
 # A representative row per task: the fields only shape values, not which paths exist,
 # except that H100 BF16 selects a TP-overlap userbuffer config where the model has one.
-_BASE = {
-    "gpu": "h100",
-    "precision": "bf16",
-    "num_gpus": 8,
-    "gpus_per_node": 8,
-    "gbs": 8,
-    "mbs": 1,
-    "seq_len": 4096,
-    "tp": 1,
-    "pp": 1,
-    "cp": 1,
-    "ep": 1,
-}
+_BASE = Row(
+    id="pretrain-llama3_8b",
+    task="pretrain",
+    model="llama3_8b",
+    gpu="h100",
+    precision="bf16",
+    num_gpus=8,
+    gpus_per_node=8,
+    gbs=8,
+    mbs=1,
+    seq_len=4096,
+)
 
 
 def _walk(cfg: Any, prefix: str, out: dict[str, str], seen: set[int] | None = None) -> None:
+    # NeMo loads only when a snapshot is made (in a NeMo venv); login nodes just read the file.
     import fiddle as fdl
 
-    from perfgate.workload.nemo2_recipe import _class_name, _params, megatron_ddp_config
+    from perfgate.workload.nemo2_recipe import class_name, megatron_ddp_config, params_of
 
     seen = set() if seen is None else seen
     seen.add(id(cfg))
-    for name in sorted(_params(cfg)):
+    for name in sorted(params_of(cfg)):
         try:
             value = getattr(cfg, name)
         except (AttributeError, TypeError, ValueError):  # required, or a default_factory
@@ -49,7 +54,7 @@ def _walk(cfg: Any, prefix: str, out: dict[str, str], seen: set[int] | None = No
         path = f"{prefix}.{name}" if prefix else name
         if prefix == "trainer" and name == "callbacks" and isinstance(value, list):
             for cb in value:
-                _walk(cb, f"trainer.callbacks.{_class_name(cb)}", out, seen)
+                _walk(cb, f"trainer.callbacks.{class_name(cb)}", out, seen)
             continue
         if path == "trainer.strategy.ddp" and value == "megatron":
             value = megatron_ddp_config()  # what an override under it materializes
@@ -61,32 +66,27 @@ def _walk(cfg: Any, prefix: str, out: dict[str, str], seen: set[int] | None = No
             out[path] = type(value).__name__
 
 
-def recipe_paths(row: dict[str, Any]) -> dict[str, str]:
+def recipe_paths(row: Row) -> dict[str, str]:
     """Every settable path of the row's recipe (plus addable callbacks) -> type name."""
-    import nemo_run as run
+    import nemo_run as run  # NeMo: see _walk
 
-    from perfgate.workload.nemo2_recipe import RecipeInputs, _import, build_recipe
-    from perfgate.workload.overrides import ADDABLE_CALLBACKS
+    from perfgate.workload.nemo2_recipe import RecipeInputs, build_recipe, import_dotted
 
     recipe = build_recipe(row, RecipeInputs(steps=50, mock_data=False))
     out: dict[str, str] = {}
     _walk(recipe, "", out)
     for name, dotted in ADDABLE_CALLBACKS.items():
         if not any(p.startswith(f"trainer.callbacks.{name}.") for p in out):
-            _walk(run.Config(_import(dotted)), f"trainer.callbacks.{name}", out)
+            _walk(run.Config(import_dotted(dotted)), f"trainer.callbacks.{name}", out)
     return out
 
 
 def generate() -> dict[str, Any]:
     """The snapshot: versions, paths common to all models, and each model's own paths."""
-    from perfgate.workload.nemo2_models import NEMO2_MODELS
-
     per_model: dict[str, dict[str, str]] = {}
     for model in sorted(NEMO2_MODELS):
         for task in ("pretrain", "lora") if NEMO2_MODELS[model].hf_id else ("pretrain",):
-            row = {**_BASE, "id": f"{task}-{model}", "task": task, "model": model}
-            if model == "deepseek_v3":
-                row["pp"] = 1
+            row = replace(_BASE, id=f"{task}-{model}", task=task, model=model)
             per_model[f"{task}:{model}"] = recipe_paths(row)
     keys = list(per_model)
     common = {

@@ -1,6 +1,6 @@
 """What every backend shares inside the job: rank discovery, node list, and rank 0's recorder.
 
-Pure stdlib (plus perfgate.stepfile): the command backend must work in any container.
+Pure stdlib (plus perfgate.logs.stepfile): the command backend must work in any container.
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from perfgate import stepfile
 from perfgate.errors import ConfigError
-from perfgate.logs import Step
+from perfgate.logs import Step, stepfile
 from perfgate.secrets import redact
 
 STEPS_FILE = "steps.json"  # in spec.output_dir, written by rank 0 only

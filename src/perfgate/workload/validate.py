@@ -12,7 +12,12 @@ import importlib.util
 from collections.abc import Mapping
 from typing import Any
 
+from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
+from perfgate.workload.automodel_config import AutomodelInputs, build_config
+from perfgate.workload.bridge_plan import check_bridge_overrides
+from perfgate.workload.nemo2_models import nemo2_model
+from perfgate.workload.nemo2_snapshot import load, valid_paths
 from perfgate.workload.overrides import check_against_snapshot, merged_overrides
 
 
@@ -25,17 +30,17 @@ def nemo_importable() -> bool:
 
 
 def check_overrides(
-    row: Mapping[str, Any],
+    row: Row,
     overrides: Mapping[str, Any] | None = None,
     mock_data: bool = False,
     use_nemo: bool | None = None,
 ) -> str:
     """Raise a one-line ConfigError for a bad override; return how the check was made."""
-    origin = f"row {row.get('id')!r}"
-    backend = row.get("backend", "nemo2")
+    origin = f"row {row.id!r}"
+    backend = row.backend
     if backend == "command":
         # "command" is the argv the backend runs; anything else would be silently ignored.
-        keys = [*(row.get("overrides") or {}), *(overrides or {})]
+        keys = [*row.overrides, *(overrides or {})]
         extra = list(dict.fromkeys(k for k in keys if k != "command"))
         if extra:
             raise ConfigError(
@@ -44,19 +49,16 @@ def check_overrides(
             )
         return "no recipe overrides (command backend)"
     if backend == "automodel":
-        from perfgate.workload.automodel_config import AutomodelInputs, build_config
-
         _, source = build_config(
             row, AutomodelInputs(overrides=overrides or {}, mock_data=mock_data)
         )
         return f"checked against {source}"
     if backend == "megatron_bridge":
-        from perfgate.workload.bridge_plan import check_bridge_overrides
-
         return check_bridge_overrides(row, overrides or {}, origin)
-    merged = merged_overrides(row.get("overrides") or {}, overrides or {})
+    merged = merged_overrides(row.overrides, overrides or {})
     use_nemo = nemo_importable() if use_nemo is None else use_nemo
     if use_nemo:
+        # NeMo loads only here: without it the snapshot below does the check.
         from perfgate.workload.nemo2_recipe import RecipeInputs, build_recipe
 
         try:
@@ -64,12 +66,7 @@ def check_overrides(
         except ConfigError as e:
             raise ConfigError(f"{origin}: {e}") from None
         return "checked by building the recipe with the installed NeMo"
-    from perfgate.workload.nemo2_models import nemo2_model
-    from perfgate.workload.nemo2_snapshot import load, valid_paths
-
-    nemo2_model(str(row.get("model")))  # an unknown model is its own clear error
+    nemo2_model(row.model)  # an unknown model is its own clear error
     snapshot = load()
-    check_against_snapshot(
-        merged, valid_paths(str(row["model"]), str(row["task"]), snapshot), origin
-    )
+    check_against_snapshot(merged, valid_paths(row.model, row.task, snapshot), origin)
     return f"checked against the snapshot of NeMo {snapshot['versions']['nemo_toolkit']}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import shutil
 import subprocess
 import sys
@@ -84,9 +86,6 @@ def main(argv: list[str] | None = None) -> int:
     For backends that train in a child process: the versions are measured by the same
     interpreter the child uses, with torch imported, without holding a GPU afterwards.
     """
-    import contextlib
-    import json
-
     # torch_versions reads torch from sys.modules; without torch the rest is still reported.
     with contextlib.suppress(ImportError):
         import torch  # noqa: F401

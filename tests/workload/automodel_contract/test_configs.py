@@ -15,6 +15,7 @@ from perfgate.models import get
 from perfgate.workload.automodel_config import AutomodelInputs, build_config, load_base, to_yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from rowdata import as_row
 from test_automodel import GOOD  # the catalog rows, shared with the unit tests
 
 
@@ -36,7 +37,7 @@ def same_but_resolved(loaded, written, where: str = "") -> None:
 
 @pytest.mark.parametrize("row", GOOD, ids=[r["id"] for r in GOOD])
 def test_automodel_loads_the_generated_yaml_of_the_row(row, tmp_path) -> None:
-    cfg, _ = build_config(row, AutomodelInputs(steps=37, output_dir=str(tmp_path)))
+    cfg, _ = build_config(as_row(row), AutomodelInputs(steps=37, output_dir=str(tmp_path)))
     path = tmp_path / "automodel.yaml"
     path.write_text(to_yaml(cfg))
     loaded = load_yaml_config(str(path))
@@ -78,5 +79,5 @@ def test_a_checkout_yaml_is_the_base_and_overrides_are_checked_against_it(tmp_pa
     (tmp_path / config).parent.mkdir(parents=True)
     (tmp_path / config).write_text(yaml.safe_dump(upstream))
     inputs = AutomodelInputs(overrides={"benchmark.site_knob": 8}, automodel_root=str(tmp_path))
-    cfg, source = build_config(row, inputs)
+    cfg, source = build_config(as_row(row), inputs)
     assert source == str(tmp_path / config) and cfg["benchmark"]["site_knob"] == 8

@@ -17,9 +17,10 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from contract_rows import as_row
 
-from perfgate import stepfile
-from perfgate.stepfile import StepRecord
+from perfgate.logs import stepfile
+from perfgate.logs.stepfile import StepRecord
 from perfgate.workload.bridge_plan import (
     BRIDGE_MODELS,
     PRECISIONS,
@@ -90,7 +91,7 @@ def test_bridge_is_installed_and_really_not_importable_here() -> None:
 def test_every_mapped_recipe_function_exists(model) -> None:
     tasks = ["pretrain", "sft", "lora"] if BRIDGE_MODELS[model].finetune else ["pretrain"]
     for task in tasks:
-        module, fn, kwargs = recipe_call({**ROW, "model": model, "task": task})
+        module, fn, kwargs = recipe_call(as_row({**ROW, "model": model, "task": task}))
         rel = module.removeprefix("megatron.bridge.").replace(".", "/") + ".py"
         found = functions(rel)
         assert fn in found, f"{module} has no {fn}"
@@ -130,7 +131,7 @@ FIELDS = {
 
 
 def test_every_planned_setting_names_a_real_field() -> None:
-    settings = planned_settings({**ROW, "tp": 2, "vp": 4, "pp": 2}, steps=50)
+    settings = planned_settings(as_row({**ROW, "tp": 2, "vp": 4, "pp": 2}), steps=50)
     missing = [path for path in settings if path.split(".")[1] not in FIELDS[path.split(".")[0]]()]
     assert missing == []
 

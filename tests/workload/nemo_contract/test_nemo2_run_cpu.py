@@ -21,10 +21,11 @@ from pathlib import Path
 import lightning.pytorch as pl
 import pytest
 import torch
+from contract_rows import as_row
 from nemo.utils.exp_manager import TimingCallback
 
-from perfgate import stepfile
-from perfgate.stepfile import StepRecord
+from perfgate.logs import stepfile
+from perfgate.logs.stepfile import StepRecord
 from perfgate.workload.nemo2_callback import PerfgateStepCallback
 from perfgate.workload.runtime import Recorder
 from perfgate.workload.spec import WorkloadSpec
@@ -69,7 +70,9 @@ def _free_port() -> int:
 
 
 def test_tiny_llama_run_on_cpu_reaches_nemo_model_setup_and_stops_at_cuda(tmp_path) -> None:
-    spec = WorkloadSpec(row=ROW, steps=3, output_dir=str(tmp_path / "out"), overrides=TINY_CPU)
+    spec = WorkloadSpec(
+        row=as_row(ROW), steps=3, output_dir=str(tmp_path / "out"), overrides=TINY_CPU
+    )
     path = spec.write(tmp_path / "spec.json")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "RANK", "WORLD"))}
     env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()), PYTHONWARNINGS="ignore")

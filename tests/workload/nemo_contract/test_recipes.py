@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import fiddle as fdl
 import pytest
 from contract_rows import contract_rows
@@ -28,61 +30,59 @@ def names(callbacks) -> list[str]:
         pytest.param(
             r,
             marks=pytest.mark.xfail(
-                reason=KNOWN_ROW_PROBLEMS[r["id"]], strict=True, raises=ConfigError
+                reason=KNOWN_ROW_PROBLEMS[r.id], strict=True, raises=ConfigError
             ),
         )
-        if r["id"] in KNOWN_ROW_PROBLEMS
+        if r.id in KNOWN_ROW_PROBLEMS
         else r
         for r in ROWS
     ],
-    ids=[r["id"] for r in ROWS],
+    ids=[r.id for r in ROWS],
 )
 def test_recipe_matches_the_row(row) -> None:
     recipe = build_recipe(row, RecipeInputs(steps=37))
     s, t, d = recipe.trainer.strategy, recipe.trainer, recipe.data
-    nodes = max(1, row["num_gpus"] // row["gpus_per_node"])
-    assert (t.num_nodes, t.devices) == (nodes, min(row["num_gpus"], row["gpus_per_node"]))
-    assert t.num_nodes * t.devices == row["num_gpus"]
-    assert s.tensor_model_parallel_size == row.get("tp", 1)
-    assert s.pipeline_model_parallel_size == row.get("pp", 1)
-    assert s.context_parallel_size == row.get("cp", 1)
-    assert s.virtual_pipeline_model_parallel_size == (
-        None if row.get("vp") in (None, 1) else row["vp"]
-    )
-    assert s.expert_model_parallel_size == row.get("ep", 1)
-    assert s.expert_tensor_parallel_size == row.get("etp")
-    assert s.sequence_parallel is (row.get("tp", 1) > 1)
-    assert (d.global_batch_size, d.micro_batch_size) == (row["gbs"], row["mbs"])
-    assert d.seq_length == row["seq_len"] and recipe.model.config.seq_length == row["seq_len"]
+    nodes = max(1, row.num_gpus // row.gpus_per_node)
+    assert (t.num_nodes, t.devices) == (nodes, min(row.num_gpus, row.gpus_per_node))
+    assert t.num_nodes * t.devices == row.num_gpus
+    assert s.tensor_model_parallel_size == row.tp
+    assert s.pipeline_model_parallel_size == row.pp
+    assert s.context_parallel_size == row.cp
+    assert s.virtual_pipeline_model_parallel_size == (None if row.vp in (None, 1) else row.vp)
+    assert s.expert_model_parallel_size == row.ep
+    assert s.expert_tensor_parallel_size == row.etp
+    assert s.sequence_parallel is (row.tp > 1)
+    assert (d.global_batch_size, d.micro_batch_size) == (row.gbs, row.mbs)
+    assert d.seq_length == row.seq_len and recipe.model.config.seq_length == row.seq_len
     assert (t.max_steps, t.val_check_interval, t.limit_val_batches) == (37, 37, 0)
     assert t.log_every_n_steps == 1 and t.enable_checkpointing is False
     assert recipe.log.ckpt is None and recipe.log.tensorboard is None and t.logger is False
     plugin = t.plugins
     assert plugin.__fn_or_cls__.__name__ == "MegatronMixedPrecision"
     assert plugin.grad_reduce_in_fp32 is False
-    if row["precision"] == "bf16":
+    if row.precision == "bf16":
         assert plugin.fp8 is None and recipe.optim.config.use_precision_aware_optimizer is True
-    elif row["precision"] == "fp8":
+    elif row.precision == "fp8":
         assert plugin.fp8 == "hybrid"
-        assert plugin.fp8_recipe == FP8_RECIPE[row.get("fp8_recipe")]
+        assert plugin.fp8_recipe == FP8_RECIPE[row.fp8_recipe]
     else:
         assert plugin.fp8_recipe == "mxfp8"
     cbs = names(t.callbacks)
     assert cbs[0] == "TimingCallback"
-    if row["task"] == "pretrain":
+    if row.task == "pretrain":
         assert "FLOPsMeasurementCallback" in cbs
         flops = t.callbacks[cbs.index("FLOPsMeasurementCallback")]
-        assert flops.model_name == NEMO2_MODELS[row["model"]].flops_name
+        assert flops.model_name == NEMO2_MODELS[row.model].flops_name
         assert d.__fn_or_cls__.__name__ == "MockDataModule"
-        assert d.num_train_samples == 37 * row["gbs"]
-        assert d.tokenizer.vocab_size == NEMO2_MODELS[row["model"]].vocab_size
+        assert d.num_train_samples == 37 * row.gbs
+        assert d.tokenizer.vocab_size == NEMO2_MODELS[row.model].vocab_size
         assert d.tokenizer.library == "null"
     else:
         assert "FLOPsMeasurementCallback" not in cbs  # NeMo's FLOPs callback refuses PEFT
         assert d.__fn_or_cls__.__name__ == "SquadDataModule"
-        assert d.packed_sequence_specs.packed_sequence_size == row["seq_len"]
-        assert (recipe.peft is not None) is (row["task"] == "lora")
-    if row.get("fsdp"):
+        assert d.packed_sequence_specs.packed_sequence_size == row.seq_len
+        assert (recipe.peft is not None) is (row.task == "lora")
+    if row.fsdp:
         assert s.fsdp == "megatron"
         assert s.ddp.data_parallel_sharding_strategy == "optim_grads_params"
     ser = ZlibJSONSerializer()
@@ -98,14 +98,14 @@ def test_every_catalog_model_has_a_recipe_module() -> None:
 
 
 def test_cuda_graph_row_override_sets_what_nvidia_sets() -> None:
-    row = {**ROWS[0], "overrides": {"model.config.enable_cuda_graph": True}}
+    row = replace(ROWS[0], overrides={"model.config.enable_cuda_graph": True})
     recipe = build_recipe(row)
     assert recipe.model.config.enable_cuda_graph is True
     assert recipe.trainer.strategy.use_te_rng_tracker is True
 
 
 def test_user_override_wins_over_row_override() -> None:
-    row = {**ROWS[0], "overrides": {"callbacks.GarbageCollectionCallback.gc_interval_train": 7}}
+    row = replace(ROWS[0], overrides={"callbacks.GarbageCollectionCallback.gc_interval_train": 7})
     recipe = build_recipe(
         row,
         RecipeInputs(
@@ -153,7 +153,7 @@ def test_unknown_paths_fail_with_nemo_too(path, message) -> None:
 
 
 def _row(row_id: str) -> dict:
-    return next(r for r in ROWS if r["id"] == row_id)
+    return next(r for r in ROWS if r.id == row_id)
 
 
 def test_mxfp8_lora_ddp_override_is_what_the_strategy_would_do_anyway() -> None:
@@ -166,7 +166,7 @@ def test_mxfp8_lora_ddp_override_is_what_the_strategy_would_do_anyway() -> None:
     from nemo.lightning.pytorch.plugins.mixed_precision import update_config_with_dtype_overrides
 
     row = _row("lora-llama3_70b-b200-mxfp8-8gpu-tp1pp4vp20")
-    assert row["overrides"] == {"recipe.trainer.strategy.ddp.fp8_param_gather": True}
+    assert row.overrides == {"recipe.trainer.strategy.ddp.fp8_param_gather": True}
     recipe = build_recipe(row)
     ddp = recipe.trainer.strategy.ddp
     assert ddp.__fn_or_cls__ is DistributedDataParallelConfig
@@ -181,7 +181,7 @@ def test_mxfp8_lora_ddp_override_is_what_the_strategy_would_do_anyway() -> None:
     assert ours == default
     assert ours.reuse_grad_buf_for_mxfp8_param_ag is True
 
-    plain = build_recipe({**row, "overrides": {}})
+    plain = build_recipe(replace(row, overrides={}))
     assert plain.trainer.strategy.ddp == "megatron"  # untouched without an override under it
 
 
@@ -189,7 +189,7 @@ def test_pytorch_ddp_string_is_not_materialized() -> None:
     row = _row("lora-llama3_70b-b200-mxfp8-8gpu-tp1pp4vp20")
     with pytest.raises(ConfigError, match=r"trainer\.strategy\.ddp is 'pytorch', not a config"):
         build_recipe(
-            {**row, "overrides": {}},
+            replace(row, overrides={}),
             RecipeInputs(
                 overrides={"trainer.strategy.ddp": "pytorch", "trainer.strategy.ddp.x": 1}
             ),

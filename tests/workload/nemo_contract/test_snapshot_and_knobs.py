@@ -25,10 +25,8 @@ def test_checked_in_snapshot_matches_the_installed_nemo() -> None:
 
 
 def test_every_path_knob_applies_to_a_real_recipe() -> None:
-    pretrain = next(
-        r for r in contract_rows() if r["model"] == "llama3_70b" and r["task"] == "pretrain"
-    )
-    lora = next(r for r in contract_rows() if r["task"] == "lora")
+    pretrain = next(r for r in contract_rows() if r.model == "llama3_70b" and r.task == "pretrain")
+    lora = next(r for r in contract_rows() if r.task == "lora")
     for key, knob in KNOBS.items():
         if knob.kind != "path":
             continue

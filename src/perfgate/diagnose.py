@@ -1,0 +1,233 @@
+"""Why a job failed: a cause from CAUSES, the line that shows it, and the raw log tail.
+
+Causes come from the Slurm state when Slurm ended the job (cancelled, preempted, node
+failure), else from the first hard evidence in the logs (container, CUDA OOM, NCCL, NaN, a
+Python exception), else from the state (time limit, host OOM) and the exit status. The
+patterns are the exact wording of pyxis/enroot, slurmstepd, PyTorch and NCCL. Log text is
+untrusted: kept raw (the report escapes it) but with secrets masked.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfgate.logs.series import StepSeries
+from perfgate.runs import Diagnosis
+from perfgate.secrets import redact
+
+TAIL_LINES = 60
+MAX_EVIDENCE = 400
+READ_BYTES = 512 * 1024  # NCCL INFO floods make logs huge: the end is what matters
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A log line that proves a cause."""
+
+    cause: str
+    regex: re.Pattern[str]
+    message: str
+
+
+def _p(cause: str, regex: str, message: str, flags: int = 0) -> Pattern:
+    return Pattern(cause, re.compile(regex, flags), message)
+
+
+# Order matters: a CUDA OOM on one rank makes the others fail in NCCL, so OOM comes first;
+# a container that never started explains everything after it.
+LOG_PATTERNS: tuple[Pattern, ...] = (
+    _p("CONTAINER", r"pyxis:\s+\[ERROR\].*", "container image could not be imported"),
+    _p("CONTAINER", r"\[ERROR\] URL \S+ returned error code: \d+.*", "image pull failed"),
+    _p("CONTAINER", r"pyxis: failed to import docker image", "container image import failed"),
+    _p("CONTAINER", r"pyxis: couldn't start container", "container could not start"),
+    _p("CONTAINER", r"perfgate: enroot import .* failed.*", "container image import failed"),
+    _p("CONTAINER", r"perfgate: pyxis is not available.*", "pyxis is not available"),
+    _p("CONTAINER", r"unrecognized option '--container-image.*", "srun has no pyxis plugin"),
+    _p("CONTAINER", r"spank: required plugin spank_pyxis\.so.*failed.*", "pyxis failed"),
+    _p("OOM", r".*CUDA out of memory.*", "CUDA out of memory"),
+    _p("OOM", r".*CUDA error: out of memory.*", "CUDA out of memory"),
+    _p("NCCL", r".*Watchdog caught collective operation timeout.*", "NCCL collective timed out"),
+    _p("NCCL", r".*NCCL error.*", "NCCL error"),
+    _p(
+        "NCCL",
+        r".*\b(ncclInternalError|ncclSystemError|ncclUnhandledCudaError|ncclRemoteError)\b.*",
+        "NCCL error",
+    ),
+    _p("NCCL", r".*NCCL communicator was aborted.*", "NCCL communicator aborted"),
+    _p("NAN", r".*found NaN in local grad norm.*", "NaN grad norm"),
+    _p("NAN", r".*\bgrad[ _]norm\s*[:=]\s*nan\b.*", "NaN grad norm", re.IGNORECASE),
+)
+HOST_OOM = re.compile(r".*Detected \d+ oom[-_]kill event.*")
+SLURM_KILL = re.compile(r".*\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+(?P<why>.*)\*\*\*.*")
+TRACEBACK = "Traceback (most recent call last):"
+EXCEPTION = re.compile(
+    r"^(?:\S+: |\[rank\d+\]: ?|\[default\d+\]: ?)?"
+    r"(?P<line>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)\b(?::.*)?)$"
+)
+SRUN_ERROR = re.compile(r"^srun: (?:error|fatal): (?!.*: tasks? [\d,-]+: ).*")
+SRUN_TASK_EXIT = re.compile(r"srun: error: (\S+): tasks? ([\d,-]+): (Exited with exit code \d+|.*)")
+
+SLURM_CAUSES = {
+    "CANCELLED": ("CANCELLED", "the job was cancelled"),
+    "PREEMPTED": ("PREEMPTED", "the job was preempted"),
+    "NODE_FAIL": ("NODE_FAIL", "a node of the allocation failed"),
+    "BOOT_FAIL": ("NODE_FAIL", "a node of the allocation failed to boot"),
+}
+
+
+def read_log(path: str | Path, limit: int = READ_BYTES) -> str:
+    """The last `limit` bytes of a log, decoded leniently (NCCL/banners write non-UTF-8)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            data = f.read()
+    except OSError:
+        return ""
+    return data.decode("utf-8", errors="replace")
+
+
+def failing_tasks(text: str) -> list[int]:
+    """Task ids srun reported as failed (`srun: error: n3: task 17: Exited with exit code 1`)."""
+    out: list[int] = []
+    for m in SRUN_TASK_EXIT.finditer(text):
+        for part in m.group(2).split(","):
+            lo, _, hi = part.partition("-")
+            if lo.isdigit():
+                out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def tail(text: str, lines: int = TAIL_LINES, environ: Mapping[str, str] | None = None) -> str:
+    """The last lines of a log, raw but with secret values masked."""
+    return redact("\n".join(text.splitlines()[-lines:]), environ)
+
+
+def _clean(line: str, environ: Mapping[str, str] | None) -> str:
+    line = redact(line.strip(), environ)
+    return line if len(line) <= MAX_EVIDENCE else line[: MAX_EVIDENCE - 3] + "..."
+
+
+def find_pattern(
+    logs: Sequence[tuple[str, str]], patterns: Sequence[Pattern]
+) -> tuple[Pattern, str, str] | None:
+    """(pattern, line, log name) of the first pattern, in pattern order, found in any log."""
+    for pat in patterns:
+        for name, text in logs:
+            for line in text.splitlines():
+                if pat.regex.search(line):
+                    return pat, line, name
+    return None
+
+
+def find_exception(logs: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
+    """(exception line, log name): the line ending the first Python traceback found."""
+    for name, text in logs:
+        lines = text.splitlines()
+        for i, line in enumerate(lines):
+            if TRACEBACK not in line:
+                continue
+            for follow in lines[i + 1 : i + 400]:
+                m = EXCEPTION.match(follow.strip())
+                if m:
+                    return m.group("line"), name
+    return None
+
+
+def find_line(logs: Sequence[tuple[str, str]], regex: re.Pattern[str]) -> tuple[str, str] | None:
+    """(line, log name) of the first line matching regex."""
+    for name, text in logs:
+        for line in text.splitlines():
+            if regex.match(line):
+                return line, name
+    return None
+
+
+def diagnose(
+    state: str | None,
+    exit_code: int | None,
+    logs: Sequence[tuple[str, str]],
+    series: StepSeries | None = None,
+    expected_steps: int | None = None,
+    step_error: str | None = None,
+    job_id: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Diagnosis | None:
+    """The cause of a failed run or job, or None when it ran cleanly to its last step.
+
+    logs: (name, text) pairs, most relevant first (failing ranks, rank 0, srun, batch log).
+    """
+    state = (state or "").split()[0].upper() if state else ""
+    job = f"job {job_id}: " if job_id else ""
+    main_tail = tail(logs[0][1], environ=environ) if logs else ""
+
+    def make(cause: str, message: str, evidence: str | None, name: str | None = None) -> Diagnosis:
+        ev = _clean(evidence, environ) if evidence else None
+        where = f" ({Path(name).name})" if name else ""
+        text = tail(dict(logs)[name], environ=environ) if name else main_tail
+        return Diagnosis(cause, f"{job}{message}" + (f": {ev}{where}" if ev else ""), ev, text)
+
+    kill = find_line(logs, SLURM_KILL)
+    if state in SLURM_CAUSES:
+        cause, msg = SLURM_CAUSES[state]
+        if kill and "TIME LIMIT" in kill[0]:
+            cause, msg = "TIMEOUT", "the job hit its time limit"
+        return make(cause, msg, kill[0] if kill else None, kill[1] if kill else None)
+    # A launch that exited 0 with its steps done cannot have died of OOM/NCCL/container
+    # trouble; only a NaN can still spoil it (NCCL_DEBUG=INFO floods must not be misread).
+    clean = exit_code == 0 and not step_error and state in ("", "COMPLETED", "RUNNING", "LOCAL")
+    patterns = [p for p in LOG_PATTERNS if p.cause == "NAN"] if clean else LOG_PATTERNS
+    hard = find_pattern(logs, patterns)
+    if hard and (state not in ("TIMEOUT", "DEADLINE") or hard[0].cause != "NAN"):
+        pat, line, name = hard
+        return make(pat.cause, pat.message, line, name)
+    if state in ("TIMEOUT", "DEADLINE"):
+        return make(
+            "TIMEOUT",
+            "the job hit its time limit",
+            kill[0] if kill else None,
+            kill[1] if kill else None,
+        )
+    if state == "OUT_OF_MEMORY":
+        oom = find_line(logs, HOST_OOM)
+        return make(
+            "OOM",
+            "host memory exhausted (Slurm OUT_OF_MEMORY)",
+            oom[0] if oom else None,
+            oom[1] if oom else None,
+        )
+    if series is not None and not series.valid:
+        return make("NAN", "the run cannot be judged", series.invalid_reason)
+    failed = (exit_code not in (None, 0)) or state == "FAILED" or step_error
+    if failed:
+        exc = find_exception(logs)
+        if exc:
+            return make("WORKLOAD_EXCEPTION", "the workload raised", exc[0], exc[1])
+        if kill:
+            return make("CANCELLED", "Slurm killed the job", kill[0], kill[1])
+        oom = find_line(logs, HOST_OOM)
+        if oom:
+            return make("OOM", "host memory exhausted", oom[0], oom[1])
+        if step_error:
+            return make("WORKLOAD_EXCEPTION", "the workload failed", step_error)
+        srun = find_line(logs, SRUN_ERROR) or find_line(logs, SRUN_TASK_EXIT)
+        code = f" with status {exit_code}" if exit_code not in (None, 0) else ""
+        return make(
+            "UNKNOWN",
+            f"the workload exited{code}",
+            srun[0] if srun else None,
+            srun[1] if srun else None,
+        )
+    if series is None or not series.steps:
+        return make("TOO_FEW_STEPS", "the workload recorded no step", None)
+    if expected_steps and len(series.steps) < expected_steps:
+        return make(
+            "TOO_FEW_STEPS",
+            f"the run ended after {len(series.steps)} of {expected_steps} steps",
+            f"last step {series.steps[-1].step}",
+        )
+    return None

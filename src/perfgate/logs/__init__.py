@@ -1,0 +1,140 @@
+"""Parse training logs of every NeMo-stack format into one StepSeries.
+
+Formats (detect_format names): "nemo2" (NeMo 2.x progress lines; llmb/dgxc NeMo 2 logs),
+"nemo1_tqdm" (NeMo 1.x Lightning bars), "nemo_delta_timing" (DeltaTimingCallback),
+"megatron" (Megatron-LM iteration lines), "megatron_bridge" (Megatron-Bridge `Step Time :` and
+iteration lines; llmb/dgxc logs of NeMo >= 25.09), "automodel" (Automodel train_ft),
+"automodel_benchmark" (Automodel benchmark recipe), "torchtitan". Line shapes:
+perfgate.logs.formats and ../shared/reference/log_formats.md.
+
+Rules the parser applies, each reported in StepSeries.notes when it fires:
+- steps are 0-based whatever the logger's numbering (Megatron/TorchTitan `iteration N` -> N-1);
+- all-rank logs: every rank's records form a stream; for each step the lowest rank's record
+  wins (unlabeled lines count as lowest); a step repeated in one stream keeps the latest copy;
+- a stream whose step numbers go back (a requeue or restart appending to the same file) keeps
+  the last attempt: earlier records from that step on are dropped;
+- files given together are consecutive segments of one run, chained in the given order; a
+  segment that restarts numbering continues after the previous segment's last step.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from perfgate.errors import LogParseError
+from perfgate.logs import assemble
+from perfgate.logs.scan import LineScanner, open_log
+from perfgate.logs.series import Step, StepSeries, log_interval_of, renumber
+
+__all__ = [
+    "Step",
+    "StepSeries",
+    "detect_format",
+    "log_interval_of",
+    "parse_files",
+    "parse_text",
+    "renumber",
+    "summarize",
+    "to_dict",
+]
+
+
+def parse_files(
+    paths: Sequence[str | Path],
+    *,
+    tokens_per_step: float | None = None,
+    num_gpus: int | None = None,
+    growing: bool = False,
+) -> StepSeries:
+    """Parse the log files of one run, chained in the given order (restarts, requeues).
+
+    tokens_per_step (global tokens per optimizer step, e.g. gbs * seq_len) and num_gpus are
+    needed only for formats that log throughput but no step time (Automodel, TorchTitan).
+    growing=True: the last file is still being written; its unfinished last line (no line
+    break yet, possibly cut mid-number) is left out.
+    """
+    if not paths:
+        raise LogParseError("no log files given")
+    parts = []
+    for i, p in enumerate(paths):
+        path = str(p)
+        lines = _read(path)
+        lines.skip_unterminated = growing and i == len(paths) - 1
+        parts.append(assemble.parse_lines(lines, path, tokens_per_step, num_gpus))
+    return assemble.chain(parts)
+
+
+def parse_text(
+    text: str | bytes,
+    origin: str = "<text>",
+    *,
+    tokens_per_step: float | None = None,
+    num_gpus: int | None = None,
+) -> StepSeries:
+    """Parse one log held in memory; origin names it in notes and errors."""
+    part = assemble.parse_lines(_text_lines(text), origin, tokens_per_step, num_gpus)
+    return assemble.chain([part])
+
+
+def detect_format(text: str | bytes) -> str:
+    """The format name of a log's step records (see the module doc), or "unknown"."""
+    return assemble.detect(_text_lines(text)) or "unknown"
+
+
+def summarize(series: StepSeries) -> dict[str, Any]:
+    """What the parser knows about a run, as plain data (steady state: perfgate.stats)."""
+    times = [s.step_time_s for s in series.steps if math.isfinite(s.step_time_s)]
+    return {
+        "format": series.format,
+        "n_steps": len(series.steps),
+        "first_step": series.steps[0].step if series.steps else None,
+        "last_step": series.steps[-1].step if series.steps else None,
+        "median_step_time_s": statistics.median(times) if times else None,
+        "mean_step_time_s": statistics.fmean(times) if times else None,
+        "log_interval": series.log_interval,
+        "restarts": series.restarts,
+        "segment_starts": list(series.segment_starts),
+        "invalid_reason": series.invalid_reason,
+        "source_files": list(series.source_files),
+        "notes": list(series.notes),
+        "reported": dict(series.reported),
+    }
+
+
+def to_dict(series: StepSeries) -> dict[str, Any]:
+    """{"format", "steps", "summary"} ready for json.dumps(allow_nan=False): NaN -> "nan"."""
+    steps = [{k: _jsonable(v) for k, v in asdict(s).items()} for s in series.steps]
+    summary = {k: _jsonable(v) for k, v in summarize(series).items()}
+    return {"format": series.format, "steps": steps, "summary": summary}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # "nan", "inf", "-inf": JSON has no literal for them
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def _read(path: str) -> LineScanner:
+    """Candidate lines of one file, streamed; a missing or unreadable file is a one-line error."""
+    try:
+        stream = open_log(path)
+    except FileNotFoundError:
+        raise LogParseError(f"{path}: no such log file") from None
+    except IsADirectoryError:
+        raise LogParseError(f"{path}: is a directory, not a log file") from None
+    except OSError as e:
+        raise LogParseError(f"{path}: cannot read the log ({e.strerror or e})") from None
+    return LineScanner(stream, origin=path)
+
+
+def _text_lines(text: str | bytes) -> Iterable[str]:
+    data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)
+    return LineScanner(io.BytesIO(data))

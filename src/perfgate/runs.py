@@ -1,0 +1,122 @@
+"""What ran: a job's runs (RunRecord), its result (RunResult), why it failed (Diagnosis).
+
+Plain data passed from the launcher and the replay to the verdicts and the report; the live
+job states the terminal shows (JobStatus); the A/B launch order (Launches). Imports only the
+log series and the standard library.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from perfgate.logs.series import StepSeries
+
+# Causes a failed job is diagnosed as; INFRA verdicts carry one of these.
+CAUSES = (
+    "OOM",  # CUDA out of memory or Slurm OUT_OF_MEMORY
+    "NCCL",  # NCCL error or watchdog timeout
+    "TIMEOUT",  # Slurm time limit
+    "PREEMPTED",
+    "NODE_FAIL",
+    "CANCELLED",
+    "CONTAINER",  # pyxis/enroot import or start failure
+    "WORKLOAD_EXCEPTION",  # a Python exception in the workload
+    "NAN",  # NaN grad norm / loss
+    "TOO_FEW_STEPS",  # ended before the steady window
+    "SUBMIT",  # sbatch refused the job
+    "QUEUE_TIMEOUT",  # still pending when the session's queue deadline passed
+    "UNKNOWN",
+)
+
+Launches = tuple[tuple[str, str | None], ...]  # (label, image) in launch order
+
+
+def ab_images(launches: Launches) -> tuple[str | None, str | None]:
+    """(baseline image, candidate image) of an A/B launch list."""
+    images = dict(launches)
+    return images.get("baseline"), images.get("candidate")
+
+
+def launch_order(launches: Launches) -> str:
+    """The launch order in letters, a pair per group: "AB BA AB" (A baseline, B candidate)."""
+    letters = "".join("B" if label == "candidate" else "A" for label, _ in launches)
+    return " ".join(letters[i : i + 2] for i in range(0, len(letters), 2))
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """Why a job failed, with the evidence line and the (untrusted, unescaped) log tail."""
+
+    cause: str
+    message: str
+    evidence: str | None = None
+    log_tail: str = ""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One workload launch inside a job (A/B jobs hold several, alternating images)."""
+
+    image: str | None
+    label: str  # "baseline" or "candidate" (single mode: "baseline")
+    series: StepSeries | None
+    versions: dict[str, str] = field(default_factory=dict)
+    exit_code: int | None = None
+    log_path: str | None = None
+    mock_data: bool = True
+    # "sha256:<hex>" of the squashfs file the run started, None where no file was used
+    # (container runtime "none") or it is not hashed (yet). Not a registry digest: enroot's
+    # import does not report one. See perfgate.launch.images.
+    image_digest: str | None = None
+    image_stamp: tuple[int, int] | None = None  # (size, mtime_ns) of the user's squashfs file
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a job returns for its row: the runs, where it ran, and whether it failed."""
+
+    row_id: str
+    job_id: str | None
+    state: str  # final Slurm state (COMPLETED, FAILED, TIMEOUT, ...) or LOCAL
+    runs: tuple[RunRecord, ...] = ()
+    nodes: tuple[str, ...] = ()
+    log_paths: tuple[str, ...] = ()
+    diagnosis: Diagnosis | None = None
+    attempts: int = 1  # >1 after a requeue: only the last attempt is measured
+    wall_s: float | None = None
+    sbatch_script: str | None = None
+    job_dir: str | None = None
+    notes: tuple[str, ...] = ()  # e.g. "requeued once: only attempt 2 was measured"
+
+    @property
+    def ok(self) -> bool:
+        """True when the job ran cleanly and its runs can be judged."""
+        return self.diagnosis is None
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """One row's job as the terminal shows it while the session runs."""
+
+    row_id: str
+    job_id: str | None
+    state: str  # WAITING (not submitted: no slot yet), PENDING, RUNNING, ... or a final state
+    reason: str | None = None  # Slurm's reason while pending (Resources, Priority, ...)
+    step: int | None = None  # last finished step of the current run (0-based)
+    total_steps: int | None = None
+    run: str | None = None  # e.g. "2/6 candidate" in A/B jobs
+    time_left_s: float | None = None
+    done: bool = False
+
+    def line(self) -> str:
+        """One human line: row, job, state and progress."""
+        parts = [self.row_id, f"job {self.job_id}" if self.job_id else "not submitted", self.state]
+        if self.reason and self.state == "PENDING":
+            parts.append(f"({self.reason})")
+        if self.run:
+            parts.append(f"run {self.run}")
+        if self.step is not None and self.total_steps:
+            parts.append(f"step {self.step + 1}/{self.total_steps}")
+        if self.time_left_s is not None and not self.done:
+            parts.append(f"{self.time_left_s / 60:.1f} min left")
+        return " ".join(parts)

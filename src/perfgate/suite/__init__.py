@@ -1,0 +1,1 @@
+"""The pytest suite: the plugin, its session state, options, selection, live and replay modes."""

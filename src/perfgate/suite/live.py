@@ -1,0 +1,131 @@
+"""The live path of the plugin: drive a launch.LaunchSession and make long waits visible.
+
+All selected rows are submitted when the test loop starts; each test then waits only for its
+own row, polling every job meanwhile and printing each job's state when it changes (queued
+with Slurm's reason, running with step and time left, done). Under pytest-xdist every worker
+submits the rows of its own tests when they start (the controller never sees the items).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from contextlib import nullcontext
+from pathlib import Path
+
+import pytest
+
+from perfgate.catalog import Row
+from perfgate.errors import ConfigError
+from perfgate.launch import LaunchSession, images
+from perfgate.launch.digests import ImageDigests
+from perfgate.launch.types import LaunchOptions
+from perfgate.runs import JobStatus, RunResult
+
+POLL_S = 5.0
+
+
+def say(config: pytest.Config, line: str) -> None:
+    """Print a line on the terminal now, even while a test's output is being captured."""
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if tr is None:
+        return
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    ctx = capman.global_and_fixture_disabled() if capman is not None else nullcontext()
+    with ctx:
+        tr.ensure_newline()
+        if tr._tw.width_of_current_line:  # after progress dots: start a fresh line
+            tr._tw.line()
+        tr.write_line(line)
+
+
+class LiveRunner:
+    """Submits rows through launch.LaunchSession and waits for one row at a time."""
+
+    def __init__(
+        self,
+        options: LaunchOptions,
+        results_dir: Path,
+        *,
+        resume: bool,
+        announce: Callable[[str], None],
+        poll_s: float = POLL_S,
+        more_pairs_for: Callable[[Row], Callable[..., bool | str]] | None = None,
+    ) -> None:
+        self._session = LaunchSession(
+            options, results_dir, resume=resume, more_pairs_for=more_pairs_for
+        )
+        self._digests = ImageDigests()
+        if options.container_runtime == "pyxis":  # hash the user's image files meanwhile
+            self._digests.start(_image_files(options))
+        self._announce = announce
+        self._poll_s = poll_s
+        self._submitted: set[str] = set()
+        self._shown: dict[str, tuple] = {}
+        self._handlers = False
+
+    def install_signal_handlers(self) -> None:
+        """SIGINT/SIGTERM cancel every job of the session (only in the main thread)."""
+        try:
+            self._session.install_signal_handlers()
+            self._handlers = True
+        except ValueError:  # not the main thread (e.g. an embedding runner)
+            pass
+
+    def submit(self, rows: Iterable[Row], test_ids: dict[str, str] | None = None) -> None:
+        """Submit the rows not submitted yet (the session caps concurrency)."""
+        new = [r for r in rows if r.id not in self._submitted]
+        if new:
+            self._session.submit_all(new, test_ids=test_ids)
+            self._submitted.update(r.id for r in new)
+            for r in new:
+                e = self._session.entries[r.id]
+                if e.resumed:
+                    self._announce(f"perfgate: {r.id}: re-attached to job {e.job_id} (--resume)")
+
+    def _show(self) -> dict[str, JobStatus]:
+        """Poll every job and print the ones whose state, reason, run or step changed."""
+        statuses = {st.row_id: st for st in self._session.poll()}
+        for rid, st in statuses.items():
+            # Time left changes on every poll: it is shown, not a reason to print again.
+            key = (st.job_id, st.state, st.reason, st.run, st.step, st.done)
+            if self._shown.get(rid) != key:
+                self._shown[rid] = key
+                self._announce(f"perfgate: {st.line()}")
+        return statuses
+
+    def wait(self, row: Row, test_id: str | None = None) -> RunResult:
+        """Block until this row's job is over, printing job states as they change."""
+        self.submit([row], {row.id: test_id} if test_id else None)
+        while True:
+            st = self._show().get(row.id)
+            if st is None or st.done:
+                break
+            time.sleep(self._poll_s)
+        return self._digests.fill(self._session.result(row.id))
+
+    def finish(self) -> list[str]:
+        """At the end of the session: cancel jobs whose rows never ran (e.g. -x stopped
+        the session) and restore signal handlers; returns the cancelled job ids."""
+        try:
+            return self._session.cancel_all() if self._submitted else []
+        finally:
+            if self._handlers:
+                self._session.restore_signal_handlers()
+
+    def cancel_all(self) -> list[str]:
+        """Cancel every job of the session (interrupt)."""
+        return self._session.cancel_all()
+
+
+def _image_files(options: LaunchOptions) -> list[str]:
+    """The squashfs files among the session's images, as the jobs name them (absolute)."""
+    out = []
+    for image in (options.container_image, options.candidate_image):
+        try:
+            path = images.resolve(image)
+        except ConfigError:  # a missing file: planning reports it, with the row
+            continue
+        if path and images.is_squashfs(path):
+            out.append(path)
+    return out

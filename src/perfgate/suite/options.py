@@ -1,0 +1,230 @@
+"""The suite's pytest command-line options: the "perfgate" group of `pytest --help`.
+
+Declared here, turned into Settings and LaunchOptions (and checked) by perfgate.suite.settings.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from perfgate.catalog import EXECUTORS, RUNTIMES
+from perfgate.launch.types import LaunchOptions
+
+
+def addoption(parser: pytest.Parser) -> None:
+    """Register every option under the "perfgate" group."""
+    g = parser.getgroup("perfgate", "perfgate: NeMo training performance gate")
+    env = os.environ
+    g.addoption(
+        "--gpus",
+        metavar="SPEC",
+        default=None,
+        help="keep rows with these GPU counts: 64, 8,16 or 8-64 (others are deselected)",
+    )
+    g.addoption(
+        "--partition",
+        default=env.get("SBATCH_PARTITION"),
+        help="Slurm partition (default: $SBATCH_PARTITION)",
+    )
+    g.addoption(
+        "--account",
+        default=env.get("SBATCH_ACCOUNT"),
+        help="Slurm account (default: $SBATCH_ACCOUNT)",
+    )
+    g.addoption("--qos", default=env.get("SBATCH_QOS"), help="Slurm QOS (default: $SBATCH_QOS)")
+    g.addoption(
+        "--time-limit",
+        metavar="MIN",
+        type=int,
+        default=None,
+        help="time limit in minutes of one run, every row (default: the row's, else 30); "
+        "an A/B job gets 2 x --max-pairs times this",
+    )
+    g.addoption(
+        "--container-image",
+        metavar="IMG",
+        default=None,
+        help="NeMo container: a .sqsh file or a registry URI (pyxis); none = bare metal",
+    )
+    g.addoption(
+        "--candidate-image",
+        metavar="IMG",
+        default=None,
+        help="A/B gate: the new container, run alternately with --container-image (the "
+        "baseline) in one allocation per row, AB BA AB ..; the row's verdict is the paired "
+        "comparison",
+    )
+    g.addoption(
+        "--pairs",
+        metavar="N",
+        type=int,
+        default=None,
+        help=f"A/B: baseline/candidate pairs per row to start with (default {LaunchOptions.pairs})",
+    )
+    g.addoption(
+        "--max-pairs",
+        metavar="M",
+        type=int,
+        default=None,
+        help="A/B: while the verdict is INCONCLUSIVE the job adds a pair, up to M (default "
+        f"{LaunchOptions.max_pairs}: catches a 3%% slowdown at --tolerance 0.02 98%% of the "
+        "time on production-scale noise); the time limit covers 2M runs",
+    )
+    g.addoption(
+        "--container-runtime",
+        choices=RUNTIMES,
+        default="pyxis",
+        help="pyxis (default): srun --container-image; none: no container, image names only "
+        "label the runs and reach the workload as $PERFGATE_IMAGE (bare-metal A/B of two "
+        "software environments)",
+    )
+    g.addoption(
+        "--container-mounts",
+        metavar="SRC:DST[,..]",
+        action="append",
+        default=[],
+        help="extra pyxis container mounts (repeatable, comma-separated)",
+    )
+    g.addoption(
+        "--env-file",
+        metavar="JSON",
+        default=None,
+        help="JSON object of environment variables for every job (e.g. seed 000's "
+        "env_vars.json); secrets are refused here: export them instead",
+    )
+    g.addoption(
+        "--env",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="environment variable for every job (repeatable; wins over --env-file)",
+    )
+    g.addoption(
+        "--slurm-param",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="extra sbatch parameter, e.g. reservation=r1 or constraint=gpu (repeatable)",
+    )
+    g.addoption(
+        "--executor",
+        choices=EXECUTORS,
+        default="slurm",
+        help="slurm (default) or local: run on this node with torchrun-style ranks",
+    )
+    g.addoption(
+        "--steps",
+        type=int,
+        default=None,
+        help="training steps per run, for every selected row (default: the row's, else 50)",
+    )
+    g.addoption(
+        "--window",
+        default="auto",
+        help="steady window: auto (data-driven warm-up removal) or FIRST:LAST inclusive "
+        "0-based steps, e.g. 35:44 as llmb",
+    )
+    g.addoption(
+        "--tolerance",
+        type=float,
+        default=None,
+        help="allowed slowdown as a fraction, e.g. 0.03 (overrides the rows' tolerance)",
+    )
+    g.addoption(
+        "--alpha",
+        type=float,
+        default=None,
+        help="false-alarm rate of a REGRESSION verdict at no change (default 0.01)",
+    )
+    g.addoption(
+        "--noise-cv",
+        type=float,
+        default=None,
+        metavar="CV",
+        help="run-to-run noise of one launch on this cluster, as a fraction (default 0.011, "
+        "fitted to Megatron-LM CI A/A pairs: pessimistic for large jobs); measure yours with "
+        "perfgate compare on A/A runs",
+    )
+    g.addoption(
+        "--noise-df",
+        type=float,
+        default=None,
+        metavar="DF",
+        help="weight of --noise-cv in degrees of freedom (default 2: heavy tails; more when "
+        "it comes from many A/A runs)",
+    )
+    g.addoption(
+        "--override",
+        metavar="PATH=VALUE",
+        action="append",
+        default=[],
+        help="recipe override by dotted path, e.g. model.config.recompute_granularity="
+        "selective (repeatable; a tuning knob A/B on the selected rows)",
+    )
+    g.addoption(
+        "--results-dir",
+        metavar="DIR",
+        default="perfgate-results",
+        help="where jobs write and results.json goes (default perfgate-results)",
+    )
+    g.addoption(
+        "--max-concurrent-jobs",
+        metavar="N",
+        type=int,
+        default=None,
+        help="at most N jobs queued or running at once (default: all)",
+    )
+    g.addoption(
+        "--poll-interval",
+        metavar="S",
+        type=float,
+        default=5.0,
+        help="seconds between job-state polls while tests wait (default 5)",
+    )
+    g.addoption(
+        "--finetune-data",
+        metavar="DIR",
+        default=None,
+        help="fine-tuning data and checkpoint folder (llmb layout) for sft/lora rows",
+    )
+    g.addoption(
+        "--mock-finetune-data",
+        action="store_true",
+        default=False,
+        help="fine-tune on mock data where NeMo allows it (results flagged mock_data)",
+    )
+    g.addoption(
+        "--resume",
+        action="store_true",
+        default=False,
+        help="re-attach to the jobs of an interrupted session in --results-dir",
+    )
+    g.addoption(
+        "--update-baselines",
+        action="store_true",
+        default=False,
+        help="after the run, write the measured values of cleanly run rows into "
+        "baselines/*.json (atomic, locked) and print the diff",
+    )
+    g.addoption(
+        "--dry-run",
+        action="store_true",
+        default=False,
+        help="submit nothing: show per row the sbatch script, srun line, workload spec "
+        "and GPU-hours; works without Slurm or GPU",
+    )
+    g.addoption(
+        "--replay",
+        metavar="DIR",
+        default=None,
+        help="submit nothing: judge each row from logs already in DIR (perfgate, NeMo, "
+        "nemo_run, llmb or Megatron-Bridge folders)",
+    )
+    g.addoption(
+        "--baselines-dir",
+        metavar="DIR",
+        default=None,
+        help="folder of the <gpu>.json row files (default: <rootdir>/baselines)",
+    )

@@ -1,0 +1,160 @@
+"""The pytest plugin: it only wires pytest's hooks to the session state and the report.
+
+Loaded by the root conftest.py (`pytest_plugins = ["perfgate.suite.plugin"]`). It stays inert
+for tests that do not take the `perfgate_row` argument (the suite's own tests under tests/).
+The modes (live, dry-run, replay) are perfgate.suite.state's; what the report, JUnit and
+pytest-benchmark receive is perfgate.report's.
+
+Waiting happens in the `perfgate_evaluation` fixture, so a failed job is a test ERROR with its
+cause, job id and log tail; the verdict is asserted in the test body (verdicts.assert_verdict).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from perfgate import verdicts
+from perfgate.catalog import Row
+from perfgate.errors import PerfgateError
+from perfgate.report import bench, extras, junit
+from perfgate.report.html import HtmlHooks
+from perfgate.suite import options, selection
+from perfgate.suite.settings import settings_from_config
+from perfgate.suite.state import ITEM, PerfgateState
+from perfgate.verdicts import Evaluation
+
+ROW_ARG = selection.ROW_ARG
+STATE = pytest.StashKey[PerfgateState]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The "perfgate" option group."""
+    options.addoption(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Validate the options (one-line usage errors) and set up the session state."""
+    try:
+        settings = settings_from_config(config)
+    except PerfgateError as e:
+        raise pytest.UsageError(str(e)) from None
+    state = PerfgateState(config, settings)
+    config.stash[STATE] = state
+    config.pluginmanager.register(SessionHooks(state), "perfgate-session")
+    if config.pluginmanager.hasplugin("html"):
+        config.pluginmanager.register(
+            HtmlHooks(state.record_list, state.session_info), "perfgate-html"
+        )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize tests taking `perfgate_row` with the rows of their module's ROW_TASKS."""
+    if ROW_ARG not in metafunc.fixturenames:
+        return
+    tasks = getattr(metafunc.module, "ROW_TASKS", None)
+    if not tasks:
+        pytest.fail(f"{metafunc.module.__file__}: define ROW_TASKS, e.g. ('pretrain',)", False)
+    state = metafunc.config.stash[STATE]
+    try:
+        rows, error = selection.rows_for(state.catalog, tasks), None
+    except PerfgateError as e:
+        rows, error = [], str(e)
+    if error:  # a collection error showing only the message: file, row, field and value
+        pytest.fail(error, pytrace=False)
+    metafunc.parametrize(ROW_ARG, selection.params(rows))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--gpus: deselect (not skip) rows with other GPU counts."""
+    state = config.stash[STATE]
+    try:
+        keep = selection.gpu_predicate(state.settings.gpus)
+    except PerfgateError as e:
+        raise pytest.UsageError(str(e)) from None
+    if keep is None:
+        return
+    kept, dropped = selection.split_by_gpus(items, keep)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
+    """Before the first test: index the replay folder or submit every selected row."""
+    if not session.config.option.collectonly:
+        pairs = [(r, item.nodeid) for item in session.items if (r := selection.row_of(item))]
+        if pairs:
+            session.config.stash[STATE].start([r for r, _ in pairs], {r.id: n for r, n in pairs})
+    return (yield)
+
+
+@pytest.fixture
+def perfgate_evaluation(request: pytest.FixtureRequest, perfgate_row: Row) -> Evaluation:
+    """Wait for (or replay, or plan) this row and judge it; INFRA raises here: a test ERROR."""
+    state = request.config.stash[STATE]
+    try:
+        ev, error = state.evaluate(request.node, perfgate_row), None
+    except PerfgateError as e:  # e.g. an unknown override path: one line, no traceback
+        ev, error = None, f"{perfgate_row.id}: {e}"
+    if error:
+        pytest.fail(error, pytrace=False)
+    request.node.stash.setdefault(ITEM, {})["evaluation"] = ev
+    request.node.user_properties.extend(junit.properties(ev))
+    bench.feed_evaluation(request, ev)
+    if ev.verdict == verdicts.INFRA:
+        pytest.fail(verdicts.infra_text(ev), pytrace=False)
+    return ev
+
+
+@pytest.fixture
+def perfgate_strict(request: pytest.FixtureRequest) -> bool:
+    """True under --strict (INCONCLUSIVE and NO_BASELINE fail)."""
+    return request.config.stash[STATE].settings.strict
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    """Attach the row's results.json record and the pytest-html extras to its final report."""
+    report = yield
+    row = selection.row_of(item)
+    if row is None or report.when == "teardown":
+        return report
+    if report.when == "setup" and report.passed:
+        return report
+    rec = item.config.stash[STATE].record(item, row, report)
+    report.perfgate = rec
+    report.extras = [*getattr(report, "extras", []), *extras.extras_for(rec)]
+    return report
+
+
+class SessionHooks:
+    """Hooks that need the session state (registered per config by pytest_configure)."""
+
+    def __init__(self, state: PerfgateState) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """On the controller: keep the record and rewrite results.json as each row finishes."""
+        rec = getattr(report, "perfgate", None)
+        if rec is not None and not self.state.is_worker:
+            self.state.add_record(rec)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Cancel jobs nobody waited for, update baselines if asked, stamp results.json."""
+        self.state.finish()
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo) -> None:
+        """Ctrl-C: cancel every job this session submitted."""
+        if self.state.runner is not None:
+            self.state.runner.cancel_all()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """The perfgate section: verdict counts, non-PASS rows worst first, dry-run plans, diff."""
+    state = config.stash.get(STATE, None)
+    if state is not None and state.records:
+        state.write_summary(terminalreporter, config.get_verbosity())

@@ -1,0 +1,275 @@
+"""What the suite's pytest options become: LaunchOptions + Settings, and repro commands.
+
+The options themselves are declared in perfgate.suite.options ("perfgate" in `pytest --help`).
+Parsing is strict: a bad value is a one-line ConfigError naming the option and the value.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perfgate import stats
+from perfgate.errors import ConfigError
+from perfgate.launch.types import LaunchOptions
+from perfgate.secrets import is_secret
+from perfgate.workload.overrides import parse_overrides
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the plugin itself needs beyond LaunchOptions (modes, judging, files)."""
+
+    launch: LaunchOptions
+    baselines_dir: Path
+    results_dir: Path
+    gpus: str | None = None
+    window: Any = "auto"  # "auto" or (first, last) inclusive step numbers
+    tolerance: float | None = None
+    noise: stats.Noise = field(default_factory=stats.Noise)  # --alpha, --noise-cv, --noise-df
+    steps: int | None = None  # --steps given: it wins over the rows' own step counts
+    strict: bool = False
+    resume: bool = False
+    update_baselines: bool = False
+    dry_run: bool = False
+    replay: Path | None = None
+    env_file: str | None = None  # kept to rebuild the repro command
+    cli_args: tuple[str, ...] = field(default_factory=tuple)  # the options that shape a run
+
+    @property
+    def ab(self) -> bool:
+        """True in the A/B gate mode (--candidate-image): rows are judged by paired runs."""
+        return self.launch.candidate_image is not None
+
+    @property
+    def mode(self) -> str:
+        """live, dry-run or replay."""
+        return "dry-run" if self.dry_run else "replay" if self.replay is not None else "live"
+
+
+def _pairs(values: list[str], option: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{option} {item!r}: expected KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def _refuse_secrets(env: dict[str, str], where: str) -> None:
+    for key in env:
+        if is_secret(key):
+            raise ConfigError(
+                f"{where}: {key} looks like a secret; export it in the shell instead "
+                "(secrets reach jobs through the environment only and are never stored)"
+            )
+
+
+def read_env_file(path: str) -> dict[str, str]:
+    """A JSON object of string values (numbers are accepted and turned into strings)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"--env-file {path}: file not found") from None
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"--env-file {path}: not a JSON file ({e})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"--env-file {path}: expected a JSON object of NAME: value")
+    out: dict[str, str] = {}
+    for k, v in data.items():
+        if isinstance(v, bool) or not isinstance(v, str | int | float):
+            raise ConfigError(f"--env-file {path}: field {k!r} has value {v!r}; expected a string")
+        out[str(k)] = str(v)
+    _refuse_secrets(out, f"--env-file {path}")
+    return out
+
+
+def parse_window(text: str) -> Any:
+    """auto, or FIRST:LAST inclusive 0-based steps."""
+    window = stats.parse_window(text)
+    if window != "auto" and not 0 <= window[0] <= window[1]:
+        raise ConfigError(f"--window {text!r}: expected auto or FIRST:LAST, e.g. 35:44")
+    return window
+
+
+def _noise(alpha: float | None, cv: float | None, df: float | None) -> stats.Noise:
+    """--alpha, --noise-cv and --noise-df as the comparisons' noise assumptions."""
+    try:
+        return stats.Noise(alpha=stats.ALPHA if alpha is None else alpha, run_cv=cv, df=df)
+    except ConfigError as e:
+        raise ConfigError(f"--alpha/--noise-cv/--noise-df: {e}") from None
+
+
+def strict_mode(config: pytest.Config) -> bool:
+    """pytest's own --strict (pytest 9: the `strict` ini switch; pytest 8: the old flag).
+
+    perfgate does not add a flag of its own: under --strict, INCONCLUSIVE and NO_BASELINE
+    rows fail instead of passing with a warning, as CI wants.
+    """
+    try:
+        return bool(config.getini("strict"))
+    except ValueError:  # pytest 8 has no `strict` ini option
+        return bool(config.getoption("strict", False))
+
+
+def _pair_counts(config: pytest.Config) -> tuple[int, int]:
+    """(--pairs, --max-pairs), checked; both only mean something with --candidate-image."""
+    opt = config.getoption
+    pairs, top = opt("pairs"), opt("max_pairs")
+    candidate = opt("candidate_image")
+    if not candidate:
+        for flag, value in (("--pairs", pairs), ("--max-pairs", top)):
+            if value is not None:
+                raise ConfigError(
+                    f"{flag} {value}: only A/B runs have pairs; give --candidate-image"
+                )
+        return LaunchOptions.pairs, LaunchOptions.max_pairs
+    if not opt("container_image"):
+        raise ConfigError(
+            f"--candidate-image {candidate}: give the baseline image as --container-image"
+        )
+    if opt("replay"):
+        raise ConfigError(
+            "--candidate-image runs both images; --replay judges logs already on disk: pick one"
+        )
+    pairs = LaunchOptions.pairs if pairs is None else pairs
+    if pairs < 1:
+        raise ConfigError(f"--pairs {pairs}: must be at least 1")
+    top = max(LaunchOptions.max_pairs, pairs) if top is None else top
+    if top < pairs:
+        raise ConfigError(f"--max-pairs {top}: must be at least --pairs ({pairs})")
+    return pairs, top
+
+
+def settings_from_config(config: pytest.Config) -> Settings:
+    """Build and validate Settings (and LaunchOptions) from the parsed pytest options."""
+    opt = config.getoption
+    if opt("dry_run") and opt("replay"):
+        raise ConfigError("--dry-run and --replay exclude each other: pick one")
+    steps = opt("steps")
+    if steps is not None and steps < 1:
+        raise ConfigError(f"--steps {steps}: must be at least 1")
+    if not opt("poll_interval") > 0:
+        raise ConfigError(f"--poll-interval {opt('poll_interval')}: must be positive seconds")
+    tol = opt("tolerance")
+    if tol is not None and not 0 < tol < 1:
+        raise ConfigError(f"--tolerance {tol}: must be a fraction in (0, 1), e.g. 0.03")
+    for name in ("time_limit", "max_concurrent_jobs"):
+        value = opt(name)
+        if value is not None and value < 1:
+            raise ConfigError(f"--{name.replace('_', '-')} {value}: must be at least 1")
+    env: dict[str, str] = {}
+    if opt("env_file"):
+        env.update(read_env_file(opt("env_file")))
+    cli_env = _pairs(opt("env"), "--env")
+    _refuse_secrets(cli_env, "--env")
+    env.update(cli_env)
+    pairs, max_pairs = _pair_counts(config)
+    overrides = parse_overrides(opt("override"))
+    mounts = tuple(m for arg in opt("container_mounts") for m in arg.split(",") if m)
+    replay = opt("replay")
+    if replay is not None and not Path(replay).is_dir():
+        raise ConfigError(f"--replay {replay}: no such folder")
+    rootdir = Path(config.rootpath)
+    baselines = Path(opt("baselines_dir")) if opt("baselines_dir") else rootdir / "baselines"
+    results_dir = Path(opt("results_dir"))
+    launch = LaunchOptions(
+        executor=opt("executor"),
+        partition=opt("partition"),
+        account=opt("account"),
+        qos=opt("qos"),
+        time_limit_min=opt("time_limit"),
+        container_image=opt("container_image"),
+        candidate_image=opt("candidate_image"),
+        pairs=pairs,
+        max_pairs=max_pairs,
+        container_runtime=opt("container_runtime"),
+        container_mounts=mounts,
+        env=env,
+        slurm_params=_pairs(opt("slurm_param"), "--slurm-param"),
+        steps=steps or LaunchOptions.steps,
+        overrides=overrides,
+        results_dir=str(results_dir),
+        max_concurrent_jobs=opt("max_concurrent_jobs"),
+        finetune_data=opt("finetune_data"),
+        mock_finetune_data=opt("mock_finetune_data"),
+        poll_interval_s=opt("poll_interval"),
+    )
+    return Settings(
+        launch=launch,
+        baselines_dir=baselines,
+        results_dir=results_dir,
+        gpus=opt("gpus"),
+        window=parse_window(opt("window")),
+        tolerance=tol,
+        noise=_noise(opt("alpha"), opt("noise_cv"), opt("noise_df")),
+        steps=steps,
+        strict=strict_mode(config),
+        resume=opt("resume"),
+        update_baselines=opt("update_baselines"),
+        dry_run=opt("dry_run"),
+        replay=Path(replay) if replay is not None else None,
+        env_file=opt("env_file"),
+        cli_args=tuple(run_args(config)),
+    )
+
+
+def run_args(config: pytest.Config) -> list[str]:
+    """The perfgate options of this invocation that shape a run (for repro commands)."""
+    opt = config.getoption
+    args: list[str] = []
+    for name, flag in (
+        ("executor", "--executor"),
+        ("partition", "--partition"),
+        ("account", "--account"),
+        ("qos", "--qos"),
+        ("time_limit", "--time-limit"),
+        ("container_image", "--container-image"),
+        ("candidate_image", "--candidate-image"),
+        ("pairs", "--pairs"),
+        ("max_pairs", "--max-pairs"),
+        ("container_runtime", "--container-runtime"),
+        ("env_file", "--env-file"),
+        ("steps", "--steps"),
+        ("window", "--window"),
+        ("tolerance", "--tolerance"),
+        ("alpha", "--alpha"),
+        ("noise_cv", "--noise-cv"),
+        ("noise_df", "--noise-df"),
+        ("finetune_data", "--finetune-data"),
+        ("baselines_dir", "--baselines-dir"),
+        ("replay", "--replay"),
+    ):
+        value = opt(name)
+        if value is None or (name, value) in (
+            ("executor", "slurm"),
+            ("container_runtime", "pyxis"),
+            ("steps", 50),
+            ("window", "auto"),
+        ):
+            continue
+        args += [flag, str(value)]
+    for name, flag in (
+        ("container_mounts", "--container-mounts"),
+        ("env", "--env"),
+        ("slurm_param", "--slurm-param"),
+        ("override", "--override"),
+    ):
+        for value in opt(name):
+            args += [flag, value]
+    if opt("mock_finetune_data"):
+        args.append("--mock-finetune-data")
+    if opt("dry_run"):
+        args.append("--dry-run")
+    return args
+
+
+def repro_command(nodeid: str, settings: Settings) -> str:
+    """The pytest command that reruns one row with the same run-shaping options."""
+    return shlex.join(["pytest", nodeid, *settings.cli_args])

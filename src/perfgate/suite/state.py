@@ -1,0 +1,278 @@
+"""The session state behind the plugin: settings, catalog, the three modes, the records.
+
+    live      submit every selected row at the start of the test loop, wait per test
+              (A/B gate with --candidate-image: each row's job runs both images in pairs)
+    dry-run   show what would run (sbatch script, srun line, spec, GPU-hours); submit nothing
+    replay    judge each row from logs already on disk (perfgate.suite.replay); submit nothing
+
+It keeps each row's results.json record, turns the records into new baselines for
+--update-baselines, and writes the terminal summary. Only perfgate.suite.plugin holds pytest
+hooks; this module uses pytest for skip/fail/usage errors only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from perfgate import catalog, launch, verdicts
+from perfgate.catalog import Row
+from perfgate.errors import PerfgateError
+from perfgate.report import dryrun, results, table
+from perfgate.report.environment import environment
+from perfgate.suite import replay
+from perfgate.suite.live import LiveRunner, say
+from perfgate.suite.settings import Settings, repro_command
+from perfgate.verdicts import Evaluation
+from perfgate.verdicts.paired import evaluate_ab
+from perfgate.verdicts.pairs_rule import PairsRule
+from perfgate.workload import validate
+from perfgate.workload.describe import describe
+
+ITEM = pytest.StashKey[dict]()  # per test: evaluation, plan, recipe text, skip reason
+CLEAN = ("PASS", "REGRESSION", "IMPROVEMENT", "INCONCLUSIVE", "NO_BASELINE")
+DRY_RUN = "DRY_RUN"
+
+
+class PerfgateState:
+    """Per-session state: settings, the catalog (lazy), the mode's engine, the records."""
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+        self.is_worker = hasattr(config, "workerinput")
+        self._catalog: catalog.Catalog | None = None
+        self.runner: LiveRunner | None = None
+        self.index: replay.ReplayIndex | None = None
+        self.records: dict[str, dict[str, Any]] = {}
+        self.results: results.ResultsFile | None = None
+        self.update_diff: str | None = None
+        self.update_error: str | None = None
+
+    # --- catalog --------------------------------------------------------------------------
+
+    @property
+    def catalog(self) -> catalog.Catalog:
+        """baselines/*.json, loaded on first use (a bad file raises its one-line ConfigError)."""
+        if self._catalog is None:
+            self._catalog = catalog.load_catalog(self.settings.baselines_dir)
+        return self._catalog
+
+    def session_info(self) -> dict[str, Any]:
+        """What results.json and the report say about the session."""
+        launch = self.settings.launch
+        return {
+            "mode": self.settings.mode,
+            "options": {
+                "executor": launch.executor,
+                "partition": launch.partition,
+                "account": launch.account,
+                "container_image": launch.container_image,
+                "candidate_image": launch.candidate_image,
+                "pairs": launch.pairs if self.settings.ab else None,
+                "max_pairs": launch.max_pairs if self.settings.ab else None,
+                "container_runtime": launch.container_runtime,
+                "steps": launch.steps,
+                "window": self.settings.window,
+                "tolerance": self.settings.tolerance,
+                "overrides": launch.overrides,
+                "env": launch.env,
+                "replay": str(self.settings.replay) if self.settings.replay else None,
+            },
+        }
+
+    def record_list(self) -> list[dict[str, Any]]:
+        """Records of the rows finished so far."""
+        return list(self.records.values())
+
+    # --- the three modes --------------------------------------------------------------------
+
+    def effective(self, row: Row) -> Row:
+        """The row as it runs: --steps, when given, replaces the row's own step count."""
+        steps = self.settings.steps
+        return row if steps is None or row.steps == steps else replace(row, steps=steps)
+
+    def check_overrides(self, row: Row) -> str:
+        """Check the row's and --override's recipe paths before anything runs; say how."""
+        launch = self.settings.launch
+        return validate.check_overrides(row, launch.overrides, mock_data=launch.mock_finetune_data)
+
+    def start(self, rows: list[Row], test_ids: dict[str, str] | None = None) -> None:
+        """At the start of the test loop: build the replay index or submit every row.
+
+        Live: every row's overrides are checked and every row planned before the first job
+        is submitted, so a typo costs nothing; it stops the session as a usage error.
+        """
+        s = self.settings
+        rows = [self.effective(r) for r in rows]
+        if s.mode == "replay":
+            self.index = replay.ReplayIndex(s.replay, rows)  # type: ignore[arg-type]
+        elif s.mode == "live" and rows:
+            self.runner = LiveRunner(
+                s.launch,
+                s.results_dir,
+                resume=s.resume,
+                announce=lambda m: say(self.config, m),
+                poll_s=s.launch.poll_interval_s,
+                more_pairs_for=self.pairs_rule if s.ab else None,
+            )
+            if not self.is_worker:
+                try:
+                    for row in rows:
+                        self.check_overrides(row)
+                    self.runner.install_signal_handlers()
+                    self.runner.submit(rows, test_ids)
+                except PerfgateError as e:
+                    raise pytest.UsageError(str(e)) from None
+
+    def pairs_rule(self, row: Row) -> PairsRule:
+        """A/B: the job's rule for adding a pair (this row's tolerance, the session's window)."""
+        s = self.settings
+        return PairsRule(
+            tolerance=verdicts.tolerance_of(row, s.tolerance),
+            window=s.window,
+            first_pairs=s.launch.pairs,
+            max_pairs=s.launch.max_pairs,
+            noise=s.noise,
+        )
+
+    def evaluate(self, item: pytest.Item, row: Row) -> Evaluation:
+        """The evaluation of one row in the session's mode (may skip the test)."""
+        s = self.settings
+        row = self.effective(row)
+        info = item.stash.setdefault(ITEM, {})
+        if s.mode == "dry-run":
+            return self._dry_run(row, info)
+        if s.mode == "replay":
+            if self.index is None:  # single test run without the loop hook (e.g. pytester)
+                self.index = replay.ReplayIndex(s.replay, [row])  # type: ignore[arg-type]
+            m = self.index.match(row)
+            if m.skip_reason:
+                info["skip_reason"] = m.skip_reason
+                pytest.skip(m.skip_reason)
+            result = replay.load(row, m.files)
+        else:
+            if self.runner is None:
+                self.start([row])
+            if self.is_worker:  # xdist: this worker submits its own rows, checked here
+                self.check_overrides(row)
+            result = self.runner.wait(row, item.nodeid)  # type: ignore[union-attr]
+            if s.ab:
+                return evaluate_ab(
+                    row,
+                    result,
+                    source=s.mode,
+                    first_pairs=s.launch.pairs,
+                    max_pairs=s.launch.max_pairs,
+                    window=s.window,
+                    tolerance=s.tolerance,
+                    noise=s.noise,
+                )
+        return verdicts.evaluate(
+            row, result, source=s.mode, window=s.window, tolerance=s.tolerance, noise=s.noise
+        )
+
+    def _dry_run(self, row: Row, info: dict[str, Any]) -> Evaluation:
+        s = self.settings
+        checked = self.check_overrides(row)
+        plan = launch.plan(row, s.launch)
+        info["plan"] = plan
+        text = describe(row, s.launch.overrides, steps=s.launch.steps)
+        info["description"] = f"{text}overrides: {checked}\n"
+        mode = "paired" if plan.max_pairs else "stored"
+        msg = dryrun.row_message(row, plan)
+        return Evaluation(row=row, verdict=DRY_RUN, message=msg, source="dry-run", mode=mode)
+
+    # --- records and results.json -------------------------------------------------------------
+
+    def record(self, item: pytest.Item, row: Row, report: pytest.TestReport) -> dict[str, Any]:
+        """The results.json record of a row's test from its final report (setup or call)."""
+        info = item.stash.get(ITEM, {})
+        ev = info.get("evaluation")
+        skipped = _skip_text(report) if report.skipped else None
+        rec = results.record(
+            ev,
+            row,
+            nodeid=item.nodeid,
+            outcome="error" if report.when == "setup" and report.failed else report.outcome,
+            repro=repro_command(item.nodeid, self.settings),
+            source=self.settings.mode,
+            plan=info.get("plan"),
+            description=info.get("description"),
+            skip_reason=info.get("skip_reason") or skipped,
+        )
+        if ev is None and report.failed:
+            lines = report.longreprtext.splitlines() if report.longreprtext else ["error"]
+            rec["verdict"] = verdicts.INFRA
+            rec["message"] = dryrun.with_id(row.id, lines[-1])
+        return rec
+
+    def add_record(self, rec: dict[str, Any]) -> None:
+        """On the controller: keep the record and rewrite results.json with it."""
+        self.records[rec["row_id"]] = rec
+        if self.results is None:
+            path = self.settings.results_dir / "results.json"
+            self.results = results.ResultsFile(path, self.session_info())
+        self.results.add(rec)
+        if self.settings.mode == "live":
+            say(self.config, f"perfgate: {rec['row_id']} done: {rec['verdict']}")
+
+    def finish(self) -> None:
+        """End of session: cancel jobs nobody waited for, update baselines, stamp results.json."""
+        if self.runner is not None:
+            left = self.runner.finish()
+            if left:
+                say(self.config, f"perfgate: cancelled job(s) of rows that never ran: {left}")
+        if self.is_worker:
+            return
+        if self.settings.update_baselines:
+            self.update_baselines()
+        if self.results is not None:
+            self.results.finish(environment(self.record_list(), self.session_info()))
+
+    def write_summary(self, tr: Any, verbosity: int) -> None:
+        """The perfgate section of the terminal summary (tr: pytest's terminal reporter)."""
+        recs = table.worst_first(self.record_list())
+        tr.write_sep("=", f"perfgate ({self.settings.mode})")
+        if self.settings.mode == "dry-run":
+            dryrun.write_summary(tr, recs, verbosity)
+        else:
+            for line in table.terminal_lines(recs):
+                tr.write_line(line)
+        if self.results is not None:
+            tr.write_line(f"results: {self.results.path}")
+        if self.settings.update_baselines:
+            if self.update_error:
+                tr.write_line(f"baselines NOT updated: {self.update_error}", red=True)
+            elif self.update_diff:
+                tr.write_sep("-", f"baselines updated in {self.settings.baselines_dir}")
+                tr.write_line(self.update_diff.rstrip("\n"))
+            else:
+                tr.write_line("baselines: nothing to update (no row ran cleanly)")
+
+    # --- baselines update --------------------------------------------------------------------
+
+    def update_baselines(self) -> None:
+        """Write measured values of cleanly run rows into baselines/*.json; keep the diff."""
+        updates: dict[str, catalog.Baseline] = {}
+        for rec in self.records.values():
+            if rec.get("verdict") in CLEAN and rec.get("measured"):
+                updates[rec["row_id"]] = results.baseline_from_record(
+                    rec, self.catalog.by_id[rec["row_id"]]
+                )
+        if not updates:
+            self.update_diff = ""
+            return
+        try:
+            self.update_diff = catalog.update_baselines(self.settings.baselines_dir, updates)
+        except PerfgateError as e:
+            self.update_error = str(e)
+
+
+def _skip_text(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)

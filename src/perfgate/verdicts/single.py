@@ -1,0 +1,301 @@
+"""From a job's (or a replayed log's) RunResult to a verdict on one row, and its pytest outcome.
+
+One pipeline for live runs and replays: steady-state summary (perfgate.stats), throughput with
+the FLOPs convention named (perfgate.flops), comparison with the stored baseline, verdict.
+The gate is on step time; TFLOP/s and MFU are reported, never gated on.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from perfgate import flops, stats
+from perfgate.catalog import Baseline, Row
+from perfgate.errors import PerfgateError
+from perfgate.logs import StepSeries
+from perfgate.runs import Diagnosis, RunRecord, RunResult
+from perfgate.secrets import redact
+
+# What the plugin can say about a row, beyond the comparison verdicts of perfgate.stats.
+PASS, REGRESSION, IMPROVEMENT, INCONCLUSIVE = "PASS", "REGRESSION", "IMPROVEMENT", "INCONCLUSIVE"
+NO_BASELINE, INFRA = "NO_BASELINE", "INFRA"
+VERDICTS = (REGRESSION, INFRA, INCONCLUSIVE, NO_BASELINE, IMPROVEMENT, PASS)
+DEFAULT_TOLERANCE = stats.DEFAULT_TOLERANCE  # when neither the row nor --tolerance sets one
+CONVENTIONS = ("nemo2", "megatron")
+
+
+class PerfgateWarning(UserWarning):
+    """A row passed without a firm verdict (INCONCLUSIVE, NO_BASELINE) or asks for a refresh."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The steady-state numbers of one run of a row, with both FLOPs conventions."""
+
+    step_time_s: float  # steady median
+    se_s: float
+    cv: float
+    n_steps: int
+    n_steady: int
+    window: tuple[int, int]
+    window_method: str
+    spike_fraction: float
+    tokens_per_s_per_gpu: float
+    tflops_per_gpu: dict[str, float]  # convention -> TFLOP/s/GPU
+    mfu: dict[str, float]  # convention -> fraction
+    peak_tflops: float
+    peak_memory_gib: float | None
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Everything decided about one row: verdict, the numbers behind it, where they came from."""
+
+    row: Row
+    verdict: str
+    message: str  # one line, as the test reports it
+    source: str  # "live" or "replay"
+    mode: str = "stored"  # "stored": vs baselines/*.json; "paired": A/B in one allocation
+    tolerance: float = DEFAULT_TOLERANCE
+    convention: str = "nemo2"  # which FLOPs convention the report shows first
+    measured: Measured | None = None
+    comparison: stats.Comparison | None = None
+    result: RunResult | None = None
+    series: StepSeries | None = None
+    cause: str | None = None  # INFRA: one of perfgate.runs.CAUSES
+    notes: tuple[str, ...] = ()
+    # A/B mode: both containers side by side, each pair, the stored-baseline drift
+    # (JSON-ready; perfgate.verdicts.paired builds it, results.json keeps it as "ab").
+    ab: dict[str, Any] | None = None
+
+    @property
+    def delta(self) -> float | None:
+        """Relative change of steady step time vs the baseline (+0.03 = 3% slower)."""
+        return self.comparison.delta if self.comparison is not None else None
+
+    @property
+    def run(self) -> RunRecord | None:
+        """The measured run (single mode: the last one of the job)."""
+        runs = self.result.runs if self.result is not None else ()
+        return runs[-1] if runs else None
+
+
+def tolerance_of(row: Row, override: float | None) -> float:
+    """--tolerance wins over the row's baseline tolerance, which wins over the 5% default."""
+    if override is not None:
+        return override
+    if row.baseline is not None and row.baseline.tolerance is not None:
+        return row.baseline.tolerance
+    return DEFAULT_TOLERANCE
+
+
+def convention_of(row: Row, convention: str | None = None) -> str:
+    """The FLOPs convention the report shows first: asked, else the baseline's, else nemo2."""
+    conv = convention or (row.baseline.flops_convention if row.baseline else None) or "nemo2"
+    if conv not in CONVENTIONS and not (row.baseline and row.baseline.flops_convention == conv):
+        conv = "nemo2"
+    return conv
+
+
+def _peak_memory(series: StepSeries) -> float | None:
+    peaks = [s.mem_peak_gib for s in series.steps if s.mem_peak_gib is not None]
+    return max(peaks) if peaks else None
+
+
+def throughput(
+    row: Row, step_time_s: float
+) -> tuple[float, dict[str, float], dict[str, float], float]:
+    """(tokens/s/GPU, TFLOP/s/GPU by convention, MFU by convention, peak TFLOP/s) of a step time."""
+    tflops: dict[str, float] = {}
+    mfu: dict[str, float] = {}
+    tokens = peak = 0.0
+    wanted = [*CONVENTIONS]
+    if row.baseline is not None and row.baseline.flops_convention not in (None, *wanted):
+        wanted.append(row.baseline.flops_convention)  # compare like with like in the report
+    for conv in wanted:
+        try:
+            t = flops.throughput(
+                row.model,
+                row.gpu,
+                row.precision,
+                row.num_gpus,
+                row.gbs,
+                row.seq_len,
+                step_time_s,
+                row.task,
+                conv,
+                tp=row.tp,
+            )
+        except PerfgateError:  # a published convention may not cover this model family
+            continue
+        tflops[conv], mfu[conv] = t.tflops_per_gpu, t.mfu
+        tokens, peak = t.tokens_per_s_per_gpu, t.peak_tflops
+    return tokens, tflops, mfu, peak
+
+
+def measure(row: Row, series: StepSeries, window: stats.Window) -> tuple[Measured | None, str]:
+    """Summarize a series; (None, reason) when it has no steady state."""
+    summary = stats.summarize_run(series.step_times, window=window)
+    if not summary.steady:
+        return None, summary.reason or "no steady state"
+    step_time = summary.median_s
+    tokens, tflops, mfu, peak = throughput(row, step_time)
+    return (
+        Measured(
+            step_time_s=step_time,
+            se_s=summary.se_s,
+            cv=summary.cv,
+            n_steps=summary.n_steps,
+            n_steady=summary.n_steady,
+            window=(summary.window_start, summary.window_end),
+            window_method=summary.window_method,
+            spike_fraction=summary.spike_fraction,
+            tokens_per_s_per_gpu=tokens,
+            tflops_per_gpu=tflops,
+            mfu=mfu,
+            peak_tflops=peak,
+            peak_memory_gib=_peak_memory(series),
+        ),
+        "",
+    )
+
+
+def infra(
+    row: Row, source: str, result: RunResult | None, cause: str, message: str, **kw: Any
+) -> Evaluation:
+    """An INFRA evaluation: the cause and job id in the message, the rest in kw."""
+    job = f" (job {result.job_id})" if result is not None and result.job_id else ""
+    return Evaluation(
+        row=row,
+        verdict=INFRA,
+        message=f"{row.id}: INFRA {cause}{job}: {message}",
+        source=source,
+        result=result,
+        cause=cause,
+        **kw,
+    )
+
+
+def evaluate(
+    row: Row,
+    result: RunResult,
+    *,
+    source: str,
+    window: stats.Window = "auto",
+    tolerance: float | None = None,
+    convention: str | None = None,
+    noise: stats.Noise = stats.DEFAULT_NOISE,
+) -> Evaluation:
+    """Judge one row from its RunResult: INFRA, NO_BASELINE or the comparison's verdict."""
+    notes = tuple(result.notes)  # e.g. after a requeue: only the last attempt was measured
+    tol = tolerance_of(row, tolerance)
+    common = {"tolerance": tol, "convention": convention_of(row, convention), "notes": notes}
+    if not result.ok:
+        d: Diagnosis = result.diagnosis  # type: ignore[assignment]
+        return infra(row, source, result, d.cause, d.message, **common)
+    run = result.runs[-1] if result.runs else None
+    series = run.series if run is not None else None
+    if series is None or not series.steps:
+        return infra(row, source, result, "TOO_FEW_STEPS", "no step times were recorded", **common)
+    if not series.valid:
+        return infra(
+            row, source, result, "NAN", str(series.invalid_reason), series=series, **common
+        )
+    measured, why = measure(row, series, window)
+    if measured is None:
+        return infra(
+            row,
+            source,
+            result,
+            "TOO_FEW_STEPS",
+            f"no steady state ({why})",
+            series=series,
+            **common,
+        )
+    base = row.baseline
+    if base is None:
+        return Evaluation(
+            row=row,
+            verdict=NO_BASELINE,
+            message=(
+                f"{row.id}: NO_BASELINE: measured step time {measured.step_time_s:.4g} s"
+                " (no stored baseline to compare with)"
+            ),
+            source=source,
+            measured=measured,
+            result=result,
+            series=series,
+            **common,
+        )
+    comp = stats.compare_to_baseline(
+        [series.step_times], base, tolerance=tol, window=window, **noise.stored()
+    )
+    return Evaluation(
+        row=row,
+        verdict=comp.verdict,
+        message=verdict_line(row, comp, measured, base),
+        source=source,
+        measured=measured,
+        comparison=comp,
+        result=result,
+        series=series,
+        **common,
+    )
+
+
+def verdict_line(row: Row, comp: stats.Comparison, measured: Measured, base: Baseline) -> str:
+    """One line: row, metric, measured vs baseline, delta (with its interval), tolerance."""
+    ci = ""
+    if math.isfinite(comp.ci_low) and math.isfinite(comp.ci_high):
+        ci = f" [{comp.ci_low:+.1%}, {comp.ci_high:+.1%}]"
+    refresh = ""
+    if comp.verdict == IMPROVEMENT:
+        refresh = "; baseline refresh advised (--update-baselines)"
+    return (
+        f"{row.id}: {comp.verdict}: step time {measured.step_time_s:.4g} s"
+        f" vs baseline {base.step_time_s:.4g} s, delta {comp.delta:+.2%}{ci},"
+        f" tolerance {comp.tolerance:.1%} ({mode_label(comp.mode)}){refresh}"
+    )
+
+
+def mode_label(mode: str) -> str:
+    """How a verdict was reached, in words."""
+    return {
+        "stored": "one run vs stored baseline",
+        "runs": "runs vs runs",
+        "paired": "A/B pairs in one allocation",
+    }.get(mode, mode)
+
+
+def assert_verdict(ev: Evaluation, strict: bool = False) -> None:
+    """Turn an evaluation into the test's outcome (INFRA never reaches here: it is an error)."""
+    if ev.verdict == REGRESSION:
+        pytest.fail(ev.message, pytrace=False)
+    if ev.verdict in (INCONCLUSIVE, NO_BASELINE):
+        if strict:
+            pytest.fail(f"{ev.message} (--strict)", pytrace=False)
+        warnings.warn(PerfgateWarning(ev.message), stacklevel=2)
+    elif ev.verdict == IMPROVEMENT:
+        warnings.warn(PerfgateWarning(ev.message), stacklevel=2)
+    elif ev.verdict == INFRA:
+        pytest.fail(ev.message, pytrace=False)
+
+
+def infra_text(ev: Evaluation) -> str:
+    """The error of a failed job: the one-line cause, then the redacted log tail."""
+    lines = [ev.message]
+    res = ev.result
+    if res is not None and res.diagnosis is not None:
+        d = res.diagnosis
+        if d.evidence:
+            lines.append(f"evidence: {redact(d.evidence)}")
+        if res.log_paths:
+            lines.append(f"logs: {', '.join(res.log_paths[-3:])}")
+        if d.log_tail:
+            lines += ["--- log tail ---", redact(d.log_tail)]
+    return "\n".join(lines)

@@ -1,0 +1,147 @@
+"""Rows as tests: ids, markers (all registered), -m/-k selection, --gpus deselection, options."""
+
+from __future__ import annotations
+
+import configparser
+
+from perfgate import catalog, hardware, models
+from perfgate.suite import selection
+
+from .pytester_suite import REPO
+
+pytest_plugins = ["pytester"]
+
+
+def _ini_markers() -> set[str]:
+    ini = configparser.ConfigParser()
+    ini.read(REPO / "pytest.ini")
+    lines = ini["pytest"]["markers"].strip().splitlines()
+    return {line.split(":")[0].strip() for line in lines if line.strip()}
+
+
+def test_every_marker_the_catalog_can_produce_is_registered():
+    registered = _ini_markers()
+    cat = catalog.load_catalog(REPO / "baselines")
+    assert selection.marker_names(cat.rows) <= registered
+    # ... and any row the schema allows: every GPU, precision, task, backend, model family.
+    possible = {
+        *hardware.GPUS,
+        *catalog.PRECISIONS,
+        *catalog.TASKS,
+        *catalog.BACKENDS,
+        *(models.get(name).family for name in models.MODELS),
+    }
+    assert possible <= registered
+    assert {"slurm", "nemo"} <= registered
+
+
+def _ids(result) -> list[str]:
+    return sorted(
+        line.split("[", 1)[1].rstrip("]") for line in result.outlines if "::test_" in line
+    )
+
+
+def test_every_row_is_one_test_with_its_id_as_test_id(suite):
+    cat = suite.real_baselines()
+    result = suite.run("--collect-only", "-q")
+    assert result.ret == 0
+    assert _ids(result) == sorted(r.id for r in cat.rows)
+    pre = [ln for ln in result.outlines if ln.startswith("benchmarks/pretrain/")]
+    fine = [ln for ln in result.outlines if ln.startswith("benchmarks/finetune/")]
+    assert len(pre) == sum(r.task == "pretrain" for r in cat.rows)
+    assert len(fine) == sum(r.task in ("sft", "lora") for r in cat.rows)
+
+
+def test_marker_and_keyword_selection(suite):
+    cat = suite.real_baselines()
+    cases = {
+        "b200": lambda r: r.gpu == "b200",
+        "h100 and fp8": lambda r: r.gpu == "h100" and r.precision == "fp8",
+        "lora": lambda r: r.task == "lora",
+        "nemotron4 and not bf16": lambda r: (
+            r.model.startswith("nemotron4") and r.precision != "bf16"
+        ),
+        "automodel": lambda r: r.backend == "automodel",
+    }
+    for expr, pred in cases.items():
+        result = suite.run("--collect-only", "-q", "-m", expr)
+        expected = sorted(r.id for r in cat.rows if pred(r))
+        assert expected and _ids(result) == expected, expr
+    result = suite.run("--collect-only", "-q", "-k", "llama3_70b")
+    assert _ids(result) == sorted(r.id for r in cat.rows if "llama3_70b" in r.id)
+
+
+def test_gpus_filters_by_deselection(suite):
+    cat = suite.real_baselines()
+    for spec, pred in {
+        "64": lambda n: n == 64,
+        "8,16": lambda n: n in (8, 16),
+        "8-64": lambda n: 8 <= n <= 64,
+        "1,256-1024": lambda n: n == 1 or 256 <= n <= 1024,
+    }.items():
+        result = suite.run("--collect-only", "-q", "--gpus", spec)
+        kept = sorted(r.id for r in cat.rows if pred(r.num_gpus))
+        assert _ids(result) == kept, spec
+        outcome = result.parseoutcomes()
+        assert outcome["deselected"] == len(cat.rows) - len(kept), spec
+        assert "skipped" not in outcome
+    # with -m the two filters combine
+    result = suite.run("--collect-only", "-q", "--gpus", "64", "-m", "h100")
+    assert _ids(result) == sorted(r.id for r in cat.rows if r.num_gpus == 64 and r.gpu == "h100")
+
+
+def test_bad_gpus_spec_is_a_one_line_usage_error(suite):
+    suite.real_baselines()
+    result = suite.run("--collect-only", "--gpus", "8-x")
+    assert result.ret == 4  # pytest's usage error
+    errors = [ln for ln in result.errlines if ln.startswith("ERROR:")]
+    assert len(errors) == 1 and "8-x" in errors[0]
+    assert "Traceback" not in "\n".join(result.errlines)
+
+
+def test_malformed_baseline_is_a_one_line_error_naming_file_field_value(suite):
+    cat = suite.real_baselines()
+    path = suite.baselines_dir / "h200.json"
+    text = path.read_text().replace('"mbs": ', '"mbz": ', 1)
+    path.write_text(text)
+    result = suite.run("--collect-only", "-q")
+    assert result.ret == 2  # collection errors interrupt the session
+    out = "\n".join(result.outlines + result.errlines)
+    line = next(ln for ln in out.splitlines() if "mbz" in ln)
+    assert str(path.name) in line and "mbz" in line
+    assert "Traceback" not in out
+    assert cat  # the untouched files were valid
+
+
+def test_options_are_grouped_under_perfgate_with_help(suite):
+    suite.real_baselines()
+    result = suite.run("--help")
+    text = "\n".join(result.outlines)
+    section = text.split("perfgate:", 1)[1]
+    for flag in (
+        "--gpus",
+        "--partition",
+        "--account",
+        "--qos",
+        "--time-limit",
+        "--container-image",
+        "--container-mounts",
+        "--env-file",
+        "--env",
+        "--slurm-param",
+        "--executor",
+        "--steps",
+        "--window",
+        "--tolerance",
+        "--override",
+        "--results-dir",
+        "--max-concurrent-jobs",
+        "--resume",
+        "--update-baselines",
+        "--dry-run",
+        "--replay",
+        "--finetune-data",
+        "--mock-finetune-data",
+    ):
+        assert f"{flag} " in section or f"{flag}=" in section, flag
+    assert "$SBATCH_ACCOUNT" in section and "$SBATCH_PARTITION" in section

@@ -1,0 +1,302 @@
+"""perfgate's import rules, read from the source with ast (docs/design-notes.md, "Layout").
+
+Layers, lowest first; a module imports only from its own layer or below, with no circle:
+
+    errors atomic secrets hardware models  <-  catalog logs  <-  stats flops  <-  runs diagnose
+    <-  verdicts  <-  launch report workload  <-  suite  <-  cli
+
+workload/ runs inside the container with the standard library and NeMo only: it imports just
+the modules in WORKLOAD_MAY_IMPORT and itself. A function-level import is allowed only for
+the heavy or optional dependencies in LAZY_OK (and must say why in a comment).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = SRC / "perfgate"
+
+LAYERS: dict[str, int] = {
+    "perfgate": 0,
+    "perfgate.errors": 0,
+    "perfgate.atomic": 0,
+    "perfgate.secrets": 0,
+    "perfgate.hardware": 0,
+    "perfgate.models": 0,
+    "perfgate.catalog": 1,
+    "perfgate.logs": 1,
+    "perfgate.stats": 2,
+    "perfgate.flops": 2,
+    "perfgate.runs": 3,
+    "perfgate.diagnose": 3,
+    "perfgate.verdicts": 4,
+    "perfgate.launch": 5,
+    "perfgate.report": 5,
+    "perfgate.workload": 5,
+    "perfgate.suite": 6,
+    "perfgate.cli": 7,
+    "perfgate.__main__": 7,
+}
+WORKLOAD_MAY_IMPORT = (
+    "perfgate.errors",
+    "perfgate.atomic",
+    "perfgate.secrets",
+    "perfgate.hardware",
+    "perfgate.models",
+    "perfgate.catalog",  # rows and their JSON schema
+    "perfgate.logs",  # the series, steps.json, and the parser the command backend runs live
+    "perfgate.workload",
+)
+# Third-party modules a function may import lazily: heavy (NeMo, torch, Megatron, matplotlib)
+# or not always installed (PyYAML inside a container, filelock where only stdlib is promised).
+LAZY_OK = (
+    "nemo",
+    "nemo_run",
+    "nemo_automodel",
+    "megatron",
+    "lightning",
+    "torch",
+    "fiddle",
+    "matplotlib",
+    "yaml",
+    "filelock",
+    "perfgate.workload.nemo2_recipe",  # imports NeMo at its top
+    "perfgate.workload.nemo2_callback",  # imports Lightning at its top
+    "perfgate.workload.recording",  # imports torch at its top
+)
+
+
+@dataclass(frozen=True)
+class Import:
+    """One perfgate import: the importing module, the imported module, where, and how."""
+
+    module: str
+    target: str
+    line: int
+    in_function: bool
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _resolve(name: str, known: dict[str, Path]) -> str:
+    """The module an import names: itself if it is one, else its package (a name in it)."""
+    while name not in known and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def imports_of(module: str, path: Path, known: dict[str, Path]) -> list[Import]:
+    """Every import statement of a module, including those inside functions and TYPE_CHECKING."""
+    tree = ast.parse(path.read_text(), str(path))
+    is_package = path.name == "__init__.py"
+    out: list[Import] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inside = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    out.append(Import(module, alias.name, child.lineno, in_function))
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    anchor = module.split(".")
+                    anchor = anchor if is_package else anchor[:-1]
+                    anchor = anchor[: len(anchor) - child.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                for alias in child.names:
+                    full = f"{base}.{alias.name}"
+                    target = full if full in known else base
+                    out.append(Import(module, target, child.lineno, in_function))
+            visit(child, inside)
+
+    visit(tree, False)
+    return [
+        Import(i.module, _resolve(i.target, known), i.line, i.in_function)
+        if i.target.startswith("perfgate")
+        else i
+        for i in out
+    ]
+
+
+def layer_of(module: str) -> tuple[str, int]:
+    """(layer key, level) of a perfgate module: its longest prefix in LAYERS."""
+    for key in sorted(LAYERS, key=len, reverse=True):
+        if module == key or module.startswith(key + "."):
+            return key, LAYERS[key]
+    raise AssertionError(f"{module}: not placed in any layer of tests/test_layering.py")
+
+
+def all_imports() -> list[Import]:
+    known = modules()
+    return [i for m, p in known.items() for i in imports_of(m, p, known)]
+
+
+def upward(imports: list[Import]) -> list[str]:
+    bad = []
+    for i in imports:
+        if not i.target.startswith("perfgate") or i.target == i.module:
+            continue
+        (src_key, src), (dst_key, dst) = layer_of(i.module), layer_of(i.target)
+        if dst > src:
+            bad.append(f"{i.module}:{i.line} imports {i.target} ({dst_key} is above {src_key})")
+    return bad
+
+
+def circles(imports: list[Import]) -> list[list[str]]:
+    """Every cycle of the module graph (one per strongly connected component)."""
+    graph: dict[str, set[str]] = {}
+    for i in imports:
+        if i.target.startswith("perfgate") and i.target != i.module:
+            graph.setdefault(i.module, set()).add(i.target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def strong(v: str) -> None:  # Tarjan
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            strong(v)
+    return found
+
+
+def workload_escapes(imports: list[Import]) -> list[str]:
+    return [
+        f"{i.module}:{i.line} imports {i.target}"
+        for i in imports
+        if i.module.startswith("perfgate.workload")
+        and i.target.startswith("perfgate")
+        and not any(i.target == m or i.target.startswith(m + ".") for m in WORKLOAD_MAY_IMPORT)
+    ]
+
+
+def lazy_imports(imports: list[Import]) -> list[str]:
+    return [
+        f"{i.module}:{i.line} imports {i.target} inside a function"
+        for i in imports
+        if i.in_function
+        and not any(i.target == m or i.target.startswith(m + ".") for m in LAZY_OK)
+        and i.target not in sys.stdlib_module_names  # e.g. `import torch` guarded by suppress
+    ]
+
+
+def test_every_module_has_a_layer() -> None:
+    for module in modules():
+        layer_of(module)
+
+
+def test_no_module_imports_from_a_layer_above_its_own() -> None:
+    assert upward(all_imports()) == []
+
+
+def test_no_import_circles() -> None:
+    assert circles(all_imports()) == []
+
+
+def test_the_workload_imports_only_what_runs_inside_the_container() -> None:
+    assert workload_escapes(all_imports()) == []
+
+
+def test_function_level_imports_only_for_heavy_or_optional_dependencies() -> None:
+    assert lazy_imports(all_imports()) == []
+
+
+def test_the_rules_catch_what_they_forbid() -> None:
+    """The checks above would fail: synthetic imports break each rule once."""
+    fake = [
+        Import("perfgate.catalog.rows", "perfgate.verdicts.single", 1, False),  # upward
+        Import("perfgate.logs.series", "perfgate.logs.scan", 2, False),  # a circle ...
+        Import("perfgate.logs.scan", "perfgate.logs.series", 3, False),  # ... of two
+        Import("perfgate.workload.spec", "perfgate.launch.planning", 4, False),  # container
+        Import("perfgate.suite.state", "perfgate.launch", 5, True),  # function-level
+    ]
+    assert upward(fake[:1]) == [
+        "perfgate.catalog.rows:1 imports perfgate.verdicts.single "
+        "(perfgate.verdicts is above perfgate.catalog)"
+    ]
+    assert circles(fake[1:3]) == [["perfgate.logs.scan", "perfgate.logs.series"]]
+    assert workload_escapes(fake) == ["perfgate.workload.spec:4 imports perfgate.launch.planning"]
+    assert lazy_imports(fake) == [
+        "perfgate.suite.state:5 imports perfgate.launch inside a function"
+    ]
+
+
+def test_relative_and_package_imports_resolve_to_modules(tmp_path: Path) -> None:
+    known = modules()
+    path = tmp_path / "x.py"
+    path.write_text(
+        "from perfgate.logs import stepfile, parse_files\nfrom perfgate import catalog\n"
+        "def f():\n    from perfgate.catalog.rows import Row\n"
+    )
+    found = [(i.target, i.in_function) for i in imports_of("perfgate.suite.x", path, known)]
+    assert found == [
+        ("perfgate.logs.stepfile", False),
+        ("perfgate.logs", False),
+        ("perfgate.catalog", False),
+        ("perfgate.catalog.rows", True),
+    ]
+
+
+# Third-party packages the workload must never need: it runs in any container's Python.
+NOT_IN_CONTAINERS = ("filelock", "submitit", "pytest", "pytest_html", "pytest_benchmark")
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "perfgate.workload.dispatch",
+        "perfgate.workload.command",
+        "perfgate.workload.spec",
+        "perfgate.workload.validate",
+        "perfgate.workload.describe",
+    ],
+)
+def test_the_workload_imports_with_the_standard_library_alone(module: str) -> None:
+    """Import it in a fresh interpreter where perfgate's own dependencies cannot be found."""
+    block = (
+        "import sys\n"
+        f"for name in {NOT_IN_CONTAINERS!r}:\n"
+        "    sys.modules[name] = None  # `import name` now raises ImportError\n"
+        "before = set(sys.modules)\n"
+        f"import {module}\n"
+        "new = {m.split('.')[0] for m in set(sys.modules) - before if sys.modules[m]}\n"
+        "print(' '.join(sorted(new - set(sys.stdlib_module_names))))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", block], capture_output=True, text=True, check=False, cwd=SRC
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["perfgate"]
