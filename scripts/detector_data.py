@@ -1,6 +1,7 @@
 """The real data behind scripts/evaluate_detector.py, and the A/A noise it measures.
 
-Everything here reads ../shared/reference: Megatron-LM CI A/A pairs (ckpt-resume run 1 vs
+Everything here reads the repository's reference data (tests/data/reference, sources in its
+README; tests/refdata.py says where it is): Megatron-LM CI A/A pairs (ckpt-resume run 1 vs
 run 2, same job), per-step CI series, the 512-GPU B200 day-to-day reruns, the GB200 rack
 runs and Megatron-Bridge CI deltas. The split into calibration and evaluation halves is by
 test directory, so no test lands in both and every CI day is in each.
@@ -12,6 +13,7 @@ import csv
 import gzip
 import itertools
 import math
+import sys
 import zlib
 from collections import defaultdict
 from collections.abc import Sequence
@@ -20,6 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from perfgate.stats import summarize_run
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tests/refdata.py
+from refdata import REFERENCE  # the one module that knows where the data is
 
 RUN_STEPS = 50  # a perfgate / llmb run: steps 0..49
 
@@ -149,7 +154,7 @@ def fit_scaled_t(x: Sequence[float]) -> tuple[float, float]:
     return best[1], best[2]
 
 
-def measure_noise(ref: Path, split: str | None = None) -> dict:
+def measure_noise(ref: Path = REFERENCE, split: str | None = None) -> dict:
     """Run-to-run noise measured on every real A/A source (split None: all data)."""
     pairs = np.concatenate([np.array(v) for v in load_resume_pairs(ref, split).values()])
     nu, scale = fit_scaled_t(pairs)

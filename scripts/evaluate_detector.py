@@ -66,6 +66,7 @@ from pathlib import Path
 
 import numpy as np
 from detector_data import (
+    REFERENCE,
     load_ci_templates,
     load_day_to_day,
     load_production_templates,
@@ -86,8 +87,6 @@ from perfgate.stats import (
 )
 from perfgate.verdicts.pairs_rule import judge, wants_another_pair
 
-REPO = Path(__file__).resolve().parents[1]
-REFERENCE = REPO / ".." / "shared" / "reference"
 SLOWDOWNS = (0.0, 0.01, 0.02, 0.03, 0.05, 0.10)
 TOLERANCES = (0.02, 0.03, 0.05)
 BLOCK = 5
@@ -445,7 +444,9 @@ def report(res: dict, noise: dict | None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--reference", type=Path, default=REFERENCE, help="../shared/reference")
+    p.add_argument(
+        "--reference", type=Path, default=REFERENCE, help="reference data (tests/data/reference)"
+    )
     p.add_argument("--draws", type=int, default=2000, help="simulated gates per cell")
     p.add_argument("--quick", action="store_true", help="a small, fast run (for tests)")
     p.add_argument("--split", choices=("evaluation", "calibration"), default="evaluation")

@@ -5,23 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from testutil import SHARED, require
+from refdata import REFERENCE, SEEDS
 
 
 @pytest.fixture(scope="session")
-def shared() -> Path:
-    """The ../shared folder (seeds and reference data)."""
-    require(SHARED.is_dir(), f"the shared folder {SHARED}")
-    return SHARED
+def reference() -> Path:
+    """tests/data/reference: real step-time series and verbatim log lines, with sources."""
+    return REFERENCE
 
 
 @pytest.fixture(scope="session")
-def reference(shared: Path) -> Path:
-    """../shared/reference: real step-time series and verbatim log lines."""
-    return shared / "reference"
-
-
-@pytest.fixture(scope="session")
-def seeds(shared: Path) -> Path:
-    """../shared/seeds: the source documents."""
-    return shared / "seeds"
+def seeds() -> Path:
+    """tests/data/reference/seeds: the excerpts of the seed documents the tests read."""
+    return SEEDS

@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-# CI clones the repository with the shared folder beside it (../shared).
-SHARED = (REPO / ".." / "shared").resolve()
 
 
 def require(available: bool, what: str) -> None:

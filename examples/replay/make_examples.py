@@ -1,13 +1,14 @@
 """Regenerate the example logs of examples/replay from real step-time series (EXAMPLES ONLY).
 
-    python examples/replay/make_examples.py      # needs ../shared/reference beside the repo
+    python examples/replay/make_examples.py
 
 Each example is a log in a real format (NeMo 2 progress lines, Megatron-Bridge `Step Time`
 and iteration lines, a PyTorch CUDA OOM) whose per-step times are a REAL series from
-../shared/reference, multiplied by one constant so its steady median lands where the story
-of the example needs it (e.g. +27% over the published baseline, the real size of a
-container change). Only the step times carry information: learning rate, loss, memory and
-timestamps are filler in the right format. Nothing here is a measurement of the rows named.
+the repository's reference data (tests/data/reference, sources in its README), multiplied
+by one constant so its steady median lands where the story of the example needs it (e.g.
++27% over the published baseline, the real size of a container change). Only the step
+times carry information: learning rate, loss, memory and timestamps are filler in the right
+format. Nothing here is a measurement of the rows named.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REFERENCE = HERE.parents[1] / ".." / "shared" / "reference"
+sys.path.insert(0, str(HERE.parents[1] / "tests"))  # tests/refdata.py: where the data lives
+from refdata import REFERENCE  # noqa: E402
+
 THIRD = REFERENCE / "third_party_logs"
 
 
@@ -85,7 +88,7 @@ def write(rel: str, lines: list[str]) -> Path:
 def main() -> int:
     """Write every example; prints what each one is."""
     if not THIRD.is_dir():
-        print(f"{THIRD}: the shared reference data is not there", file=sys.stderr)
+        print(f"{THIRD}: the reference data is not there (a partial checkout?)", file=sys.stderr)
         return 2
     made = []
 

@@ -1,4 +1,4 @@
-"""The `perfgate` command: FLOPs and MFU, parse a log, compare runs, render a report.
+"""The `perfgate` command: FLOPs and MFU, parse a log, compare runs, render a report, list rows.
 
 Every subcommand prints JSON with --json. Bad input is one line on stderr and exit status 2.
 """
@@ -26,6 +26,7 @@ from perfgate.stats import (
     summarize_run,
 )
 from perfgate.stats.files import read_run
+from perfgate.suite import listing
 
 
 def _emit(data: dict[str, Any], as_json: bool) -> None:
@@ -373,6 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_parse_command(sub)
     _add_compare_command(sub)
     _add_report_command(sub)
+    listing.add_command(sub)
     return parser
 
 

@@ -36,6 +36,7 @@ BROKEN = command_row(
     "broken", *STEP, "--crash-image", NEW, "--crash-at", "5", num_gpus=4, gpus_per_node=4
 )
 ARGS = (
+    "--all-rows",
     *("--container-runtime", "none", "--container-image", OLD, "--candidate-image", NEW),
     *("--tolerance", "0.03", "--poll-interval", "0.5", "-v"),
 )

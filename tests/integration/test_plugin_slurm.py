@@ -19,7 +19,7 @@ from slurm_suite import SuiteDir, running, sacct_fields
 from suite.rows import command_row, with_baseline
 
 pytestmark = pytest.mark.slurm
-POLL = ("--poll-interval", "0.5")
+POLL = ("--all-rows", "--poll-interval", "0.5")
 
 
 def one_node(name: str, *args: str, **kw: Any):

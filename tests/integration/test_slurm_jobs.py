@@ -32,7 +32,7 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 def env_file_from_seed(seeds: Path, tmp: Path) -> Path:
     """Seed 000's env_vars.json, written out as a user would save it."""
-    text = next(seeds.glob("000_*.txt")).read_text()
+    text = (seeds / "seed000_env_vars.md").read_text()
     block = text.split("Create an `env_vars.json`", 1)[1].split("```json", 1)[1].split("```")[0]
     path = tmp / "env_vars.json"
     path.write_text(block)

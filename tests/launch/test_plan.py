@@ -152,7 +152,7 @@ def test_secrets_travel_by_name_only(row16, tmp_path):
 
 
 def test_env_file_from_seed_000_reaches_the_ranks(row16, tmp_path, seeds):
-    text = next(seeds.glob("000_*.txt")).read_text()
+    text = (seeds / "seed000_env_vars.md").read_text()
     block = text.split("Create an `env_vars.json`", 1)[1].split("```json", 1)[1].split("```")[0]
     env_file = tmp_path / "env_vars.json"
     env_file.write_text(block)

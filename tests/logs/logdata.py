@@ -8,7 +8,7 @@ from pathlib import Path
 LOGS = Path(__file__).resolve().parents[1] / "data" / "logs"
 GIB = 2.0**30
 
-# Verbatim lines from ../shared/reference/log_formats.md (sources cited there).
+# Verbatim lines from tests/data/reference/log_formats.md (sources cited there).
 NEMO2_TIMESTAMPED = (
     "[2025-10-17T11:32:59+08:00] Training epoch 0, iteration 527/999 | lr: 0.0001758 | "
     "global_batch_size: 32 | global_step: 527 | reduced_train_loss: 2.792 | "
@@ -68,7 +68,7 @@ AUTOMODEL_H200 = (
 
 
 def reference_csv(path: Path) -> dict[int, dict[str, str]]:
-    """A ../shared/reference CSV (comment lines start with #) keyed by its step column."""
+    """A tests/data/reference CSV (comment lines start with #) keyed by its step column."""
     with path.open() as f:
         rows = csv.DictReader(line for line in f if not line.startswith("#"))
         return {int(r["step"]): r for r in rows}

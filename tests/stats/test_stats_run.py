@@ -1,4 +1,4 @@
-"""summarize_run on real series from ../shared/reference and on series with known answers."""
+"""summarize_run on real series from tests/data/reference and on series with known answers."""
 
 from __future__ import annotations
 

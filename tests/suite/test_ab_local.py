@@ -15,6 +15,7 @@ pytest_plugins = ["pytester"]
 
 OLD, NEW = "nemo:25.07", "nemo:25.09"
 AB = (
+    "--all-rows",
     "--executor",
     "local",
     "--container-runtime",

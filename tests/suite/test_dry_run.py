@@ -104,16 +104,20 @@ def test_missing_container_image_is_a_clear_error(suite):
     ) in result.outlines
 
 
-def test_unknown_override_is_a_one_line_error_before_anything_runs(suite):
+def test_unknown_override_is_one_usage_error_before_anything_runs(suite):
     suite.real_baselines()
     bad = ("--override", "model.config.recompute_granularty=selective")
-    dry = suite.run("--dry-run", "-m", "h100", "-k", "nemotron4_340b", "--gpus", "256", *bad)
-    assert dry.ret == 1 and dry.parseoutcomes()["errors"] == 2
-    assert "has no field 'recompute_granularty' (did you mean 'recompute_granularity'?)" in (
-        "\n".join(dry.outlines)
-    )
-    live = suite.run("-m", "h100", "-k", "nemotron4_340b", "--gpus", "256", *bad)
-    assert live.ret == 4  # usage error: the session stops before submitting anything
-    (line,) = [ln for ln in live.errlines if ln.startswith("ERROR:")]
-    assert "recompute_granularty" in line
+    select = ("-m", "h100", "-k", "nemotron4_340b", "--gpus", "256")
+    for mode in (("--dry-run",), ()):
+        result = suite.run(*mode, *select, *bad)
+        assert result.ret == 4, mode  # a usage error, not one error per row
+        (line,) = [ln for ln in result.errlines if ln.startswith("ERROR:")]
+        assert line == (
+            "ERROR: --override 'model.config.recompute_granularty': rejected by 2 of 2 "
+            "selected row(s): nemo2 (2 row(s): pretrain-nemotron4_340b-h100-bf16-256gpu-tp8pp8, "
+            "pretrain-nemotron4_340b-h100-fp8ds-256gpu-tp8pp8): model.config has no field "
+            "'recompute_granularty' (did you mean 'recompute_granularity'?)"
+        )
+        out = "\n".join(result.outlines)
+        assert "PASSED" not in out and "ERROR " not in out and "perfgate: plan" not in out
     assert not (suite.path / "perfgate-results" / "jobs").exists()

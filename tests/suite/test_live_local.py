@@ -13,7 +13,7 @@ def test_local_executor_session(suite):
     ok = with_baseline(command_row("ok"), 0.0305, tolerance=0.5)
     crash = command_row("crash", "--crash-at", "3", "--fail-rank", "1")
     suite.write_rows([ok, crash])
-    result = suite.run("--executor", "local", "--poll-interval", "0.2")
+    result = suite.run("--all-rows", "--executor", "local", "--poll-interval", "0.2")
     assert result.ret == 1
     outcomes = result.parseoutcomes()
     assert outcomes["passed"] == 1 and outcomes["errors"] == 1

@@ -5,7 +5,7 @@ Formats (detect_format names): "nemo2" (NeMo 2.x progress lines; llmb/dgxc NeMo 
 "megatron" (Megatron-LM iteration lines), "megatron_bridge" (Megatron-Bridge `Step Time :` and
 iteration lines; llmb/dgxc logs of NeMo >= 25.09), "automodel" (Automodel train_ft),
 "automodel_benchmark" (Automodel benchmark recipe), "torchtitan". Line shapes:
-perfgate.logs.formats and ../shared/reference/log_formats.md.
+perfgate.logs.formats and tests/data/reference/log_formats.md.
 
 Rules the parser applies, each reported in StepSeries.notes when it fires:
 - steps are 0-based whatever the logger's numbering (Megatron/TorchTitan `iteration N` -> N-1);

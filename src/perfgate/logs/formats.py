@@ -3,7 +3,7 @@
 Pure stdlib (the workload imports it inside the container). Each record keeps the logger's own
 step numbering converted to 0-based and its values converted to perfgate units (seconds, GiB,
 fractions). Turning records into one series (ranks, restarts, pairing) is perfgate.logs' job.
-Verbatim examples of every line shape: ../shared/reference/log_formats.md.
+Verbatim examples of every line shape: tests/data/reference/log_formats.md.
 """
 
 from __future__ import annotations

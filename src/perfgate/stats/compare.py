@@ -1,6 +1,6 @@
 """Comparisons of steady step times: the noise model, stored-baseline, runs and paired tests.
 
-Noise model (measured on the real series in ../shared/reference by
+Noise model (measured on the real series in tests/data/reference by
 scripts/evaluate_detector.py). The log of a run's steady median step time is
 
     log m = log mu + launch effect + within-run error

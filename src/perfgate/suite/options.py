@@ -11,6 +11,7 @@ import pytest
 
 from perfgate.catalog import EXECUTORS, RUNTIMES
 from perfgate.launch.types import LaunchOptions
+from perfgate.suite.preflight import DEFAULT_MAX_GPU_HOURS
 
 
 def addoption(parser: pytest.Parser) -> None:
@@ -22,6 +23,27 @@ def addoption(parser: pytest.Parser) -> None:
         metavar="SPEC",
         default=None,
         help="keep rows with these GPU counts: 64, 8,16 or 8-64 (others are deselected)",
+    )
+    g.addoption(
+        "--all-rows",
+        action="store_true",
+        default=False,
+        help="run every row of the catalog: a live session without -m, -k, --gpus or test ids "
+        "refuses to start without it",
+    )
+    g.addoption(
+        "--max-gpu-hours",
+        metavar="H",
+        type=float,
+        default=DEFAULT_MAX_GPU_HOURS,
+        help="above this many GPU-hours (time-limit bound) a live session asks on the terminal "
+        f"before submitting, or refuses without --yes (default {DEFAULT_MAX_GPU_HOURS:g})",
+    )
+    g.addoption(
+        "--yes",
+        action="store_true",
+        default=False,
+        help="submit above --max-gpu-hours without asking (CI, scripts)",
     )
     g.addoption(
         "--partition",

@@ -43,6 +43,18 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(e)) from None
     state = PerfgateState(config, settings)
     config.stash[STATE] = state
+    try:  # the rows' markers; a bad catalog is reported where the rows are collected
+        rows = state.catalog.rows
+    except PerfgateError:
+        rows = ()
+    for line in selection.marker_lines(rows):
+        config.addinivalue_line("markers", line)
+    try:
+        rowless = selection.rowless_markers(config.option.markexpr, rows) if rows else None
+    except PerfgateError:  # an expression perfgate cannot read: pytest judges it
+        rowless = None
+    if rowless:
+        raise pytest.UsageError(rowless)
     config.pluginmanager.register(SessionHooks(state), "perfgate-session")
     if config.pluginmanager.hasplugin("html"):
         config.pluginmanager.register(
@@ -67,19 +79,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize(ROW_ARG, selection.params(rows))
 
 
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected theirs
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """--gpus: deselect (not skip) rows with other GPU counts."""
+    """--gpus: deselect (not skip) rows with other GPU counts; then check --override against
+    the selected rows (one usage error; under xdist the controller checks the workers' ids)."""
     state = config.stash[STATE]
     try:
         keep = selection.gpu_predicate(state.settings.gpus)
     except PerfgateError as e:
         raise pytest.UsageError(str(e)) from None
-    if keep is None:
-        return
-    kept, dropped = selection.split_by_gpus(items, keep)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
+    if keep is not None:
+        kept, dropped = selection.split_by_gpus(items, keep)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
+    if not state.is_worker:
+        state.preflight_overrides([r for item in items if (r := selection.row_of(item))])
 
 
 @pytest.hookimpl(wrapper=True)
@@ -136,12 +151,25 @@ class SessionHooks:
 
     def __init__(self, state: PerfgateState) -> None:
         self.state = state
+        self.xdist_checked = False
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """On the controller: keep the record and rewrite results.json as each row finishes."""
         rec = getattr(report, "perfgate", None)
         if rec is not None and not self.state.is_worker:
             self.state.add_record(rec)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """pytest-xdist controller, before any test is scheduled: the checks a plain session
+        makes on its items (overrides, the GPU-hours consent), on the first collection."""
+        if self.xdist_checked:
+            return
+        self.xdist_checked = True
+        rows = selection.rows_of_ids(self.state.catalog, ids)
+        self.state.preflight_overrides(rows)
+        if self.state.settings.mode == "live" and rows:
+            self.state.preflight_submit(rows)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Cancel jobs nobody waited for, update baselines if asked, stamp results.json."""

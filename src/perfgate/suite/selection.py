@@ -1,4 +1,9 @@
-"""Rows as tests: their markers, the parametrization of the benchmark files, --gpus selection."""
+"""Rows as tests: their markers, the parametrization of the benchmark files, --gpus selection.
+
+Row markers are registered from the loaded catalog (pytest_configure), with descriptions made
+from the catalog's value lists: a marker exists exactly when some row carries it, and a new
+row value (a GPU, precision, task, backend or model family perfgate knows) needs no edit.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,9 @@ from collections.abc import Callable, Iterable, Sequence
 
 import pytest
 
-from perfgate import catalog, models
+from perfgate import catalog, hardware, models
 from perfgate.catalog import Row
+from perfgate.suite import expression
 
 # Markers of the suite's own tests (tests/), registered beside the row markers in pytest.ini.
 SUITE_MARKERS = ("slurm", "nemo")
@@ -27,6 +33,51 @@ def row_markers(row: Row) -> list[str]:
 def marker_names(rows: Iterable[Row]) -> set[str]:
     """Every marker these rows produce."""
     return {m for row in rows for m in row_markers(row)}
+
+
+def marker_descriptions() -> dict[str, str]:
+    """Every marker a row may produce, with its `pytest --markers` text (from the value lists)."""
+    out = {
+        gpu: f"rows on NVIDIA {gpu.upper()} ({hardware.GPUS[gpu].gpus_per_node} GPUs per node)"
+        for gpu in catalog.GPUS
+    }
+    out.update({p: f"{p.upper()} rows" for p in catalog.PRECISIONS})
+    out.update({t: f"{t} rows" for t in catalog.TASKS})
+    out.update({b: f"rows run by the {b} backend" for b in catalog.BACKENDS})
+    families: dict[str, list[str]] = {}
+    for name, arch in models.MODELS.items():
+        families.setdefault(arch.family, []).append(name)
+    out.update({f: f"model family {f} ({', '.join(ms)})" for f, ms in families.items()})
+    return out
+
+
+def marker_lines(rows: Iterable[Row]) -> list[str]:
+    """The `markers` ini lines of the markers these rows carry (sorted)."""
+    text = marker_descriptions()
+    return [f"{m}: {text[m]}" for m in sorted(marker_names(rows))]
+
+
+def rowless_markers(markexpr: str, rows: Iterable[Row], strict: bool = False) -> str | None:
+    """A one-line reason when -m names a marker no row carries, else None.
+
+    Values perfgate knows (b300, nvfp4, ...) are named as such; other names only when strict
+    (perfgate list; pytest reports those itself).
+    """
+    have = marker_names(rows) | set(SUITE_MARKERS)
+    known = marker_descriptions()
+    names = expression.identifiers(markexpr)
+    rowless = [n for n in dict.fromkeys(names) if n in known and n not in have]
+    unknown = [n for n in dict.fromkeys(names) if n not in known and n not in have]
+    if rowless:
+        return (
+            f"-m {markexpr!r}: no row of the catalog has {', '.join(rowless)} yet (perfgate "
+            f"knows the value; the rows' markers: {', '.join(sorted(have))})"
+        )
+    if strict and unknown:
+        return f"-m {markexpr!r}: unknown marker {', '.join(unknown)}; the rows' markers: " + (
+            ", ".join(sorted(have))
+        )
+    return None
 
 
 def params(rows: Sequence[Row]) -> list:
@@ -54,6 +105,17 @@ def row_of(item: pytest.Item) -> Row | None:
         return None
     row = callspec.params.get(ROW_ARG)
     return row if isinstance(row, Row) else None
+
+
+def rows_of_ids(cat: catalog.Catalog, nodeids: Iterable[str]) -> list[Row]:
+    """The rows of collected test ids (path::test[row id]), in id order; others are ignored."""
+    out = []
+    for nodeid in nodeids:
+        param = nodeid.rsplit("[", 1)[1][:-1] if nodeid.endswith("]") else None
+        row = cat.by_id.get(param) if param else None
+        if row is not None:
+            out.append(row)
+    return out
 
 
 def split_by_gpus(

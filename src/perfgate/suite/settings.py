@@ -18,6 +18,7 @@ from perfgate import stats
 from perfgate.errors import ConfigError
 from perfgate.launch.types import LaunchOptions
 from perfgate.secrets import is_secret
+from perfgate.suite.preflight import DEFAULT_MAX_GPU_HOURS
 from perfgate.workload.overrides import parse_overrides
 
 
@@ -38,6 +39,9 @@ class Settings:
     update_baselines: bool = False
     dry_run: bool = False
     replay: Path | None = None
+    all_rows: bool = False  # consent to the whole catalog without a selection
+    max_gpu_hours: float = DEFAULT_MAX_GPU_HOURS  # above it: ask, or --yes
+    yes: bool = False
     env_file: str | None = None  # kept to rebuild the repro command
     cli_args: tuple[str, ...] = field(default_factory=tuple)  # the options that shape a run
 
@@ -160,6 +164,8 @@ def settings_from_config(config: pytest.Config) -> Settings:
     tol = opt("tolerance")
     if tol is not None and not 0 < tol < 1:
         raise ConfigError(f"--tolerance {tol}: must be a fraction in (0, 1), e.g. 0.03")
+    if not opt("max_gpu_hours") > 0:
+        raise ConfigError(f"--max-gpu-hours {opt('max_gpu_hours')}: must be positive")
     for name in ("time_limit", "max_concurrent_jobs"):
         value = opt(name)
         if value is not None and value < 1:
@@ -215,6 +221,9 @@ def settings_from_config(config: pytest.Config) -> Settings:
         update_baselines=opt("update_baselines"),
         dry_run=opt("dry_run"),
         replay=Path(replay) if replay is not None else None,
+        all_rows=opt("all_rows"),
+        max_gpu_hours=opt("max_gpu_hours"),
+        yes=opt("yes"),
         env_file=opt("env_file"),
         cli_args=tuple(run_args(config)),
     )

@@ -22,7 +22,7 @@ from perfgate.catalog import Row
 from perfgate.errors import PerfgateError
 from perfgate.report import dryrun, results, table
 from perfgate.report.environment import environment
-from perfgate.suite import replay
+from perfgate.suite import preflight, replay
 from perfgate.suite.live import LiveRunner, say
 from perfgate.suite.settings import Settings, repro_command
 from perfgate.verdicts import Evaluation
@@ -94,22 +94,59 @@ class PerfgateState:
         steps = self.settings.steps
         return row if steps is None or row.steps == steps else replace(row, steps=steps)
 
-    def check_overrides(self, row: Row) -> str:
+    def check_overrides(self, row: Row, overrides: Any = None) -> str:
         """Check the row's and --override's recipe paths before anything runs; say how."""
         launch = self.settings.launch
-        return validate.check_overrides(row, launch.overrides, mock_data=launch.mock_finetune_data)
+        overrides = launch.overrides if overrides is None else overrides
+        return validate.check_overrides(row, overrides, mock_data=launch.mock_finetune_data)
+
+    def preflight_overrides(self, rows: list[Row]) -> None:
+        """Live and dry-run: every selected row against --override, as one usage error."""
+        if self.settings.mode == "replay" or not rows:
+            return
+        try:
+            preflight.check_session_overrides(
+                rows, self.settings.launch.overrides, self.check_overrides
+            )
+        except PerfgateError as e:
+            raise pytest.UsageError(str(e)) from None
+
+    def preflight_submit(self, rows: list[Row]) -> None:
+        """Live, before the first job: plan every row, show the cost, get consent or stop."""
+        s = self.settings
+        try:
+            cost = preflight.Cost.of(launch.plan(self.effective(r), s.launch) for r in rows)
+            say(self.config, cost.line())
+            warning = preflight.container_warning(
+                s.launch.executor, s.launch.container_runtime, s.launch.container_image
+            )
+            if warning:
+                say(self.config, warning)
+            why = preflight.consent(
+                cost,
+                selected=preflight.has_selection(self.config),
+                all_rows=s.all_rows,
+                yes=s.yes,
+                max_gpu_hours=s.max_gpu_hours,
+                ask=preflight.ask_terminal,
+            )
+        except PerfgateError as e:
+            raise pytest.UsageError(str(e)) from None
+        say(self.config, f"perfgate: submitting ({why})")
 
     def start(self, rows: list[Row], test_ids: dict[str, str] | None = None) -> None:
         """At the start of the test loop: build the replay index or submit every row.
 
-        Live: every row's overrides are checked and every row planned before the first job
-        is submitted, so a typo costs nothing; it stops the session as a usage error.
+        Live: every row is planned and the session's cost agreed (preflight_submit) before
+        the first job is submitted; a refusal stops the session as a usage error.
         """
         s = self.settings
         rows = [self.effective(r) for r in rows]
         if s.mode == "replay":
             self.index = replay.ReplayIndex(s.replay, rows)  # type: ignore[arg-type]
         elif s.mode == "live" and rows:
+            if not self.is_worker:
+                self.preflight_submit(rows)
             self.runner = LiveRunner(
                 s.launch,
                 s.results_dir,
@@ -120,8 +157,6 @@ class PerfgateState:
             )
             if not self.is_worker:
                 try:
-                    for row in rows:
-                        self.check_overrides(row)
                     self.runner.install_signal_handlers()
                     self.runner.submit(rows, test_ids)
                 except PerfgateError as e:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import pytest
+
+HERE = Path(__file__).resolve().parent
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -13,5 +16,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # A conftest's hook sees every item of the session: mark only this suite's own tests.
     for item in items:
-        item.add_marker(pytest.mark.automodel)
+        if HERE in Path(item.path).parents:
+            item.add_marker(pytest.mark.automodel)
