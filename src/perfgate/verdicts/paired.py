@@ -171,7 +171,7 @@ def sides(runs: Sequence[RunRecord]) -> dict[str, dict[str, Any]]:
         if digest is None and any(r.image_stamp for r in mine):
             why = "the file changed, or could not be read, before the session hashed it"
         elif digest is None and mine:
-            why = "no squashfs file (container runtime none)"
+            why = "no image file to hash (container runtime none, or a URI the runtime pulls)"
         out[side] = {
             "image": _distinct([r.image for r in mine]),
             "digest": digest,
