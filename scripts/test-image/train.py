@@ -11,6 +11,7 @@ rank records what it saw of the container in $PERFGATE_OUTPUT_DIR/ranks/rank-R.j
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -59,15 +60,23 @@ def main() -> int:
     ap.add_argument("--step-s", type=float, default=0.05, help="the stand-in device time")
     ap.add_argument("--first-step-s", type=float, default=0.2)
     ap.add_argument("--env", action="append", default=[], help="names to record")
+    ap.add_argument("--file", action="append", default=[], help="files whose text to record")
+    ap.add_argument(
+        "--ignore-slowdown", action="store_true", help="a model the image's change does not slow"
+    )
     args = ap.parse_args()
 
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
     steps = int(os.environ.get("PERFGATE_STEPS", "20"))
     out = Path(os.environ.get("PERFGATE_OUTPUT_DIR", "."))
-    slowdown = float((HERE / "slowdown").read_text())
+    slowdown = 0.0 if args.ignore_slowdown else float((HERE / "slowdown").read_text())
     seen = {**image_facts(), "rank": rank, "world_size": world}
     seen["env"] = {k: os.environ.get(k) for k in args.env}
+    for k, v in seen["env"].items():  # a secret is never written down, only that it arrived
+        if v is not None and any(m in k for m in ("TOKEN", "KEY", "SECRET", "PASSWORD")):
+            seen["env"][k] = "sha256:" + hashlib.sha256(v.encode()).hexdigest()[:16]
+    seen["files"] = {f: Path(f).read_text() if Path(f).is_file() else None for f in args.file}
     (out / "ranks").mkdir(parents=True, exist_ok=True)
     (out / "ranks" / f"rank-{rank}.json").write_text(json.dumps(seen, indent=1))
 

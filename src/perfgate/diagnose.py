@@ -62,9 +62,11 @@ LOG_PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "CONTAINER",
-        r"^\[ERROR\] (No such file or directory|Invalid image format|Could not|Failed).*",
+        r"^\[ERROR\] (No such file or directory|Invalid image format|Invalid argument|"
+        r"Could not|Failed).*",
         "the container runtime could not use the image",
     ),
+    _p("CONTAINER", r"^enroot-mount: failed to mount: .*", "a container mount failed"),
     _p("CONTAINER", r"^FATAL:\s+.*", "the container runtime failed"),
     _p("CONTAINER", r"unrecognized option '--container-image.*", "srun has no pyxis plugin"),
     _p("CONTAINER", r"spank: required plugin spank_pyxis\.so.*failed.*", "pyxis failed"),

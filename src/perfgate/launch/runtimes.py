@@ -22,6 +22,7 @@ from typing import Any
 
 from perfgate.catalog import RUNTIMES
 from perfgate.errors import ConfigError
+
 CONTAINER_SRC = "/opt/perfgate/src"  # where the perfgate source is mounted in the container
 # --container-command placeholders: {image} and {argv} (a word of its own) are required.
 TEMPLATE_FIELDS = {
