@@ -162,7 +162,7 @@ def side_versions(runs: Sequence[RunRecord]) -> dict[str, str]:
 
 
 def sides(runs: Sequence[RunRecord]) -> dict[str, dict[str, Any]]:
-    """Per side: image, squashfs digest (None where not known), versions, launch numbers."""
+    """Per side: image, digest (None where not known), versions, launch numbers."""
     out: dict[str, dict[str, Any]] = {}
     for side in (BASELINE, CANDIDATE):
         mine = [r for r in runs if r.label == side]
