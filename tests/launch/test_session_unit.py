@@ -42,7 +42,10 @@ def test_a_running_job_past_its_limit_plus_grace_is_given_up(command_row, tmp_pa
     s = LaunchSession(LaunchOptions(poll_interval_s=0.01), tmp_path)
     cancelled = stub(monkeypatch, s, lambda: {"41": JobInfo("41", "RUNNING")})
     s.submit_all([command_row])
-    s.entries[command_row.id].running_since = time.monotonic() - 3600  # limit is 2 min
+    entry = s.entries[command_row.id]
+    # seen RUNNING for an hour (limit: 2 min); with info set, a first refresh that comes only
+    # now is no transition to RUNNING, so it does not restart the clock
+    entry.info, entry.running_since = JobInfo("41", "RUNNING"), time.monotonic() - 3600
     r = s.result(command_row.id, timeout_s=10)
     assert r.diagnosis.cause == "UNKNOWN" and "no final state" in r.diagnosis.message
     assert cancelled == ["41"]
