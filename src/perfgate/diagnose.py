@@ -43,8 +43,31 @@ LOG_PATTERNS: tuple[Pattern, ...] = (
     _p("CONTAINER", r"\[ERROR\] URL \S+ returned error code: \d+.*", "image pull failed"),
     _p("CONTAINER", r"pyxis: failed to import docker image", "container image import failed"),
     _p("CONTAINER", r"pyxis: couldn't start container", "container could not start"),
+    _p(
+        "CONTAINER",
+        r"pyxis: failed to create container filesystem for image: .*",
+        "container image could not be unpacked",
+    ),
+    _p("CONTAINER", r"pyxis: container start failed.*", "container could not start"),
     _p("CONTAINER", r"perfgate: enroot import .* failed.*", "container image import failed"),
+    _p("CONTAINER", r"perfgate: podman pull .* failed.*", "container image pull failed"),
+    _p("CONTAINER", r"perfgate: container image .*: no such file.*", "container image not found"),
     _p("CONTAINER", r"perfgate: pyxis is not available.*", "pyxis is not available"),
+    # podman, and enroot or Apptainer run by a --container-command template
+    _p(
+        "CONTAINER",
+        r"^Error: .*(image not known|initializing source|pinging container registry|"
+        r"runc create failed|OCI runtime).*",
+        "podman could not run the container",
+    ),
+    _p(
+        "CONTAINER",
+        r"^\[ERROR\] (No such file or directory|Invalid image format|Invalid argument|"
+        r"Could not|Failed).*",
+        "the container runtime could not use the image",
+    ),
+    _p("CONTAINER", r"^enroot-mount: failed to mount: .*", "a container mount failed"),
+    _p("CONTAINER", r"^FATAL:\s+.*", "the container runtime failed"),
     _p("CONTAINER", r"unrecognized option '--container-image.*", "srun has no pyxis plugin"),
     _p("CONTAINER", r"spank: required plugin spank_pyxis\.so.*failed.*", "pyxis failed"),
     _p("OOM", r".*CUDA out of memory.*", "CUDA out of memory"),

@@ -19,7 +19,7 @@ CAUSES = (
     "PREEMPTED",
     "NODE_FAIL",
     "CANCELLED",
-    "CONTAINER",  # pyxis/enroot import or start failure
+    "CONTAINER",  # pyxis/enroot/podman import or start failure, ranks without Slurm's env
     "WORKLOAD_EXCEPTION",  # a Python exception in the workload
     "NAN",  # NaN grad norm / loss
     "TOO_FEW_STEPS",  # ended before the steady window
@@ -64,9 +64,10 @@ class RunRecord:
     exit_code: int | None = None
     log_path: str | None = None
     mock_data: bool = True
-    # "sha256:<hex>" of the squashfs file the run started, None where no file was used
-    # (container runtime "none") or it is not hashed (yet). Not a registry digest: enroot's
-    # import does not report one. See perfgate.launch.images.
+    # "sha256:<hex>" of the image file the run started (pyxis, command), or podman's image
+    # ID; None where no file was used (runtime none, a reference the runtime resolves) or it
+    # is not hashed (yet). Not a registry's manifest digest: enroot's import does not report
+    # one. See perfgate.launch.images.
     image_digest: str | None = None
     image_stamp: tuple[int, int] | None = None  # (size, mtime_ns) of the user's squashfs file
 

@@ -1,7 +1,9 @@
 """A real Slurm cluster on this machine for the integration tests (scripts/local-slurm).
 
 Skipped when the Debian packages are absent (or not root); under CI (CI set) that is a
-failure, so CI can never silently skip the real-Slurm tests.
+failure, so CI can never silently skip the real-Slurm tests. When `scripts/containers build`
+has run, the cluster loads the real pyxis and enroot (and `container_images` hands out the
+two test images); without them the container tests skip, and fail under CI.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from perfgate.catalog import Row
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "local-slurm"
 FAKE_TRAIN = Path(__file__).resolve().parent / "fake_train.py"
+CONTAINERS = REPO / ".containers"
 DRIVER = Path(__file__).resolve().parent / "session_driver.py"
 NEEDED = ("slurmctld", "slurmd", "sbatch", "munged", "slurmdbd", "mariadbd")
 
@@ -53,10 +56,15 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
         stdout=subprocess.DEVNULL,
     )
     old = os.environ.get("SLURM_CONF")
+    old_path = os.environ["PATH"]
     os.environ["SLURM_CONF"] = str(d / "etc" / "slurm.conf")
+    state = json.loads((d / "state.json").read_text())
+    if state.get("containers"):  # enroot for the jobs that import images, as on a login node
+        os.environ["PATH"] = f"{state['containers']['path']}:{old_path}"
     try:
-        yield json.loads((d / "state.json").read_text())
+        yield state
     finally:
+        os.environ["PATH"] = old_path
         subprocess.run(
             [sys.executable, str(SCRIPT), "--dir", str(d), "stop"],
             check=False,
@@ -69,9 +77,44 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
             os.environ["SLURM_CONF"] = old
 
 
+def _unavailable(what: str) -> None:
+    msg = f"{what} (run `bash scripts/containers all` as root)"
+    if os.environ.get("CI"):
+        pytest.fail(f"{msg} is required under CI (CI is set)")
+    pytest.skip(f"{msg} is not available here")
+
+
+@pytest.fixture(scope="session")
+def container_images(slurm_cluster: dict[str, Any]) -> dict[str, Path]:
+    """The real test images (.containers/images/{baseline,candidate}.sqsh), pyxis loaded."""
+    images = {side: CONTAINERS / "images" / f"{side}.sqsh" for side in ("baseline", "candidate")}
+    if not slurm_cluster.get("containers") or not all(p.is_file() for p in images.values()):
+        _unavailable("pyxis, enroot and the test images in .containers/")
+    return images
+
+
+@pytest.fixture(scope="session")
+def podman_images(container_images: dict[str, Path]) -> Iterator[dict[str, str]]:
+    """The same images in the checkout's podman storage (its settings exported meanwhile)."""
+    conf = CONTAINERS / "podman"
+    if shutil.which("podman") is None or not (conf / "storage.conf").is_file():
+        _unavailable("podman and the podman test images")
+    old = {k: os.environ.get(k) for k in ("CONTAINERS_STORAGE_CONF", "CONTAINERS_CONF")}
+    os.environ["CONTAINERS_STORAGE_CONF"] = str(conf / "storage.conf")
+    os.environ["CONTAINERS_CONF"] = str(conf / "containers.conf")
+    try:
+        yield {side: f"localhost/perfgate-test:{side}" for side in ("baseline", "candidate")}
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 @pytest.fixture(scope="session")
 def fake_row() -> Callable[..., Row]:
-    """Rows of backend "command" running fake_train.py (args) on CPU."""
+    """Rows of backend "command" running fake_train.py (args) on CPU, or `program`."""
 
     def make(
         name: str,
@@ -81,6 +124,7 @@ def fake_row() -> Callable[..., Row]:
         steps: int = 20,
         time_limit_min: int = 2,
         env: dict[str, str] | None = None,
+        program: tuple[str, ...] = (sys.executable, str(FAKE_TRAIN)),
     ) -> Row:
         return Row(
             id=f"pretrain-fake-h100-bf16-{num_gpus}gpu-tp1-command-{name}",
@@ -94,7 +138,7 @@ def fake_row() -> Callable[..., Row]:
             mbs=1,
             seq_len=128,
             backend="command",
-            overrides={"command": [sys.executable, str(FAKE_TRAIN), *args]},
+            overrides={"command": [*program, *args]},
             env=env or {},
             steps=steps,
             time_limit_min=time_limit_min,

@@ -1,8 +1,9 @@
 """The container-upgrade A/B gate through the plugin on the real local Slurm.
 
-pyxis does not exist here, so the two "images" are labels (--container-runtime none): the
-job passes each launch its image as $PERFGATE_IMAGE and the CPU stand-in trainer is slower
-by a controlled amount (or crashes) under the candidate. Everything else is the product
+The two "images" are labels here (--container-runtime none): the job passes each launch its
+image as $PERFGATE_IMAGE and the CPU stand-in trainer is slower by a controlled amount (or
+crashes) under the candidate, on 2-node rows; test_plugin_containers.py runs the gate with
+two real images through pyxis and enroot. Everything else is the product
 path: one allocation per row, counterbalanced launches, the job's own pair rule, the
 paired verdict, the report and results.json.
 

@@ -208,3 +208,47 @@ def test_clean_run_with_nccl_debug_info_chatter_is_clean():
         ]
     )
     assert diagnose("COMPLETED", 0, [("rank-0.log", chatter)], series(50), 50) is None
+
+
+# Captured from the real pyxis 0.24.0 + enroot 4.1.2 on the local Slurm (scripts/containers).
+PYXIS_TRUNCATED = """slurmstepd-n1: error: pyxis: child 31310 failed with error code: 1
+srun: error: n1: task 0: Exited with exit code 1
+slurmstepd-n1: error: pyxis: failed to create container filesystem for image: /data/nemo.sqsh
+slurmstepd-n1: error: pyxis: printing enroot log file:
+slurmstepd-n1: error: pyxis:     [INFO] Extracting squashfs filesystem...
+slurmstepd-n1: error: pyxis:     Read on filesystem failed because EOF
+slurmstepd-n1: error: pyxis:     read_id_table: failed to read id index table
+slurmstepd-n1: error: pyxis:     FATAL ERROR: File system corruption detected
+slurmstepd-n1: error: spank: required plugin spank_pyxis.so: task_init() failed with rc=-1
+slurmstepd-n1: error: Failed to invoke spank plugin stack"""
+# podman 4.3.1 (Debian 12), enroot start 4.1.2, and Apptainer's wording from
+# https://github.com/apptainer/singularity/issues/5183
+RUNTIME_ERRORS = [
+    (
+        'Error: initializing source docker://localhost/perfgate-test:absent: pinging container registry localhost: Get "https://localhost/v2/": dial tcp 127.0.0.1:443: connect: connection refused',
+        "podman could not run the container",
+    ),
+    ("Error: localhost/perfgate-test:absent: image not known", "podman could not run"),
+    ("[ERROR] Invalid argument: /tmp/nope.sqsh", "the container runtime could not use the image"),
+    (
+        "enroot-mount: failed to mount: /nonexistent at /run/enroot/overlay/x: No such file or directory",
+        "a container mount failed",
+    ),
+    (
+        "FATAL:   could not open image /x/nemo.sif: failed to retrieve path for /x/nemo.sif: lstat /x/nemo.sif: no such file or directory",
+        "the container runtime failed",
+    ),
+]
+
+
+def test_a_corrupt_squashfs_names_the_image_pyxis_could_not_unpack():
+    d = diagnose("FAILED", 1, [("launcher.log", PYXIS_TRUNCATED)])
+    assert d.cause == "CONTAINER" and d.message.startswith("container image could not be unpacked")
+    assert d.evidence.endswith("failed to create container filesystem for image: /data/nemo.sqsh")
+    assert "File system corruption detected" in d.log_tail
+
+
+@pytest.mark.parametrize(("line", "message"), RUNTIME_ERRORS)
+def test_podman_enroot_and_apptainer_failures_are_container_errors(line, message):
+    d = diagnose("FAILED", 1, [("rank-0.log", line + "\n")])
+    assert d.cause == "CONTAINER" and d.message.startswith(message) and d.evidence == line

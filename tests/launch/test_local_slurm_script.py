@@ -35,3 +35,21 @@ def test_stop_never_kills_a_process_that_is_not_its_daemon(tmp_path):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_containers_folder_without_pyxis_and_enroot_is_a_one_line_error(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    cmd = [sys.executable, str(SCRIPT), "--dir", str(tmp_path / "c"), "start"]
+    out = subprocess.run(
+        [*cmd, "--containers", str(empty)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 1
+    assert out.stderr == (
+        f"local-slurm: error: --containers {empty}: no pyxis/spank_pyxis.so and "
+        "enroot/bin/enroot there (run scripts/containers build)\n"
+    )
+    assert not list((tmp_path / "c").glob("run/*.pid"))  # nothing was started

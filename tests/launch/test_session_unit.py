@@ -42,7 +42,10 @@ def test_a_running_job_past_its_limit_plus_grace_is_given_up(command_row, tmp_pa
     s = LaunchSession(LaunchOptions(poll_interval_s=0.01), tmp_path)
     cancelled = stub(monkeypatch, s, lambda: {"41": JobInfo("41", "RUNNING")})
     s.submit_all([command_row])
-    s.entries[command_row.id].running_since = time.monotonic() - 3600  # limit is 2 min
+    entry = s.entries[command_row.id]
+    # seen RUNNING for an hour (limit: 2 min); with info set, a first refresh that comes only
+    # now is no transition to RUNNING, so it does not restart the clock
+    entry.info, entry.running_since = JobInfo("41", "RUNNING"), time.monotonic() - 3600
     r = s.result(command_row.id, timeout_s=10)
     assert r.diagnosis.cause == "UNKNOWN" and "no final state" in r.diagnosis.message
     assert cancelled == ["41"]
@@ -139,3 +142,28 @@ def test_a_killed_ab_job_keeps_the_pairs_it_finished(tmp_path):
     assert [x.label for x in r.runs] == ["baseline", "candidate", "baseline"]
     assert r.diagnosis.cause == "TIMEOUT"
     assert r.diagnosis.message.startswith("run 3 (baseline): job 41: the job hit its time limit")
+
+
+@pytest.mark.parametrize(("image", "cause"), [("/i/nemo.sqsh", "CONTAINER"), (None, "UNKNOWN")])
+def test_a_launch_whose_rank_0_saw_another_world_size_is_not_a_clean_run(tmp_path, image, cause):
+    rdir = tmp_path / "attempt-0" / "run-01-baseline"
+    rec = stepfile.StepRecord(
+        row_id="r",
+        backend="command",
+        status="completed",
+        world_size=1,
+        steps=[{"step": i, "step_time_s": 1.0} for i in range(20)],
+    )
+    stepfile.write(rdir / "steps.json", rec)
+    entry = {"index": 1, "label": "baseline", "image": image, "run_dir": str(rdir)}
+    entry.update(exit_code=0, tasks=16)
+    write_json(tmp_path / "attempt-0" / "runs.json", {"planned": 1, "runs": [entry]})
+    result = collect_job(tmp_path, "r", "7", "COMPLETED", 20)
+    assert len(result.runs[0].series.steps) == 20  # the steps are kept, the run is not trusted
+    assert result.diagnosis.cause == cause
+    assert result.diagnosis.message.startswith(
+        "job 7: rank 0 saw a world of 1 task(s) but srun started 16: "
+    )
+    rec.world_size = 16
+    stepfile.write(rdir / "steps.json", rec)
+    assert collect_job(tmp_path, "r", "7", "COMPLETED", 20).diagnosis is None

@@ -95,7 +95,7 @@ def test_ab_block_is_escaped_and_highlights_what_changed():
     assert "script" not in p.tags and EVIL in text  # shown as text, never run
     assert "Launch order (A baseline, B candidate): AB BA AB" in text
     assert "versions changed: NeMo 2.4.0 -> 2.5.0, NCCL 2.26.5 -> 2.27.3" in text
-    assert "sha256:" + "b" * 64 + " (sha256 of the squashfs file)" in text
+    assert "sha256:" + "b" * 64 + " (sha256 of the squashfs file; with podman, its image" in text
     changed = re.findall(r'<tr class="pg-changed"><td>([^<]+)</td>', html)
     assert changed == ["Digest", "NeMo", "NCCL"]  # PyTorch is the same on both sides
     assert "<td>2</td><td>BA</td><td>3-4</td><td>1 s</td><td>1.08 s</td><td>+8.00%</td>" in html

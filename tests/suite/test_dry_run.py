@@ -121,3 +121,24 @@ def test_unknown_override_is_one_usage_error_before_anything_runs(suite):
         out = "\n".join(result.outlines)
         assert "PASSED" not in out and "ERROR " not in out and "perfgate: plan" not in out
     assert not (suite.path / "perfgate-results" / "jobs").exists()
+
+
+def test_container_command_template_is_the_runtime_of_the_srun_line(suite):
+    suite.real_baselines()
+    (suite.path / "nemo.sif").write_bytes(b"SIF")
+    template = "apptainer exec --nv --bind {mounts} --pwd {workdir} {image} {argv}"
+    sel = ("-m", "h100 and bf16", "-k", "nemotron4_340b", "--gpus", "256")
+    result = suite.run(
+        "--dry-run", *sel, "--container-image=nemo.sif", "--container-command", template
+    )
+    assert result.ret == 0
+    (rec,) = suite.results()["rows"].values()
+    srun = rec["plan"]["srun_command"]
+    assert f"--mpi=pmix apptainer exec --nv --bind {rec['plan']['job_dir']}:" in srun
+    assert f" {suite.path / 'nemo.sif'} bash -c " in srun  # the image file, made absolute
+    assert suite.results()["session"]["options"]["container_runtime"] == "command"
+    both = suite.run(
+        "--dry-run", *sel, "--container-runtime", "podman", "--container-command", template
+    )
+    assert both.ret == 1
+    assert "--container-command is the runtime 'command', not 'podman'" in "\n".join(both.outlines)

@@ -36,9 +36,10 @@ PRECISION_TOKENS = {
 FLOPS_CONVENTIONS = ("nemo2", "megatron", "llmb", "automodel")
 # GPU types, in the order of hardware.GPUS (their specs): row markers, file names, replay.
 GPUS = tuple(hardware.GPUS)
-# How rows run: the executor (--executor) and how a launch gets its image (--container-runtime).
+# How rows run: the executor (--executor) and how a launch gets its image (--container-runtime,
+# perfgate.launch.runtimes).
 EXECUTORS = ("slurm", "local")
-RUNTIMES = ("pyxis", "none")
+RUNTIMES = ("pyxis", "podman", "command", "none")
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,33 @@ def collect_run(entry: dict[str, Any]) -> tuple[RunRecord, stepfile.StepRecord |
     return run, record
 
 
+def world_mismatch(
+    entry: dict[str, Any], rec: stepfile.StepRecord | None, job_id: str | None
+) -> Diagnosis | None:
+    """A launch whose rank 0 saw another world size than srun started: its ranks were lost.
+
+    A container runtime that does not pass the host's environment leaves every task without
+    SLURM_PROCID/SLURM_NTASKS: each believes it is rank 0 of 1, and the run looks fine.
+    """
+    tasks = entry.get("tasks")
+    if not tasks or rec is None or rec.world_size in (None, tasks):
+        return None
+    cause = "CONTAINER" if entry.get("image") else "UNKNOWN"
+    why = (
+        "the container runtime did not pass Slurm's variables (SLURM_PROCID, SLURM_NTASKS)"
+        if entry.get("image")
+        else "Slurm's variables (SLURM_PROCID, SLURM_NTASKS) did not reach the workload"
+    )
+    rank0 = Path(entry["run_dir"]) / "rank-0.log"
+    return Diagnosis(
+        cause,
+        f"job {job_id}: rank 0 saw a world of {rec.world_size} task(s) but srun started "
+        f"{tasks}: {why}",
+        f"world_size {rec.world_size} in {Path(entry['run_dir']) / 'steps.json'}",
+        dg.tail(dg.read_log(rank0)) if rank0.exists() else "",
+    )
+
+
 def batch_logs(job_dir: Path, job_id: str | None) -> list[Path]:
     """submitit's stdout/stderr of the batch step (slurmstepd's kill notices land there)."""
     folder = job_dir / "submitit"
@@ -162,6 +189,8 @@ def collect_job(
                 step_error=rec.error if rec else None,
                 job_id=job_id,
             )
+            if diag is None:
+                diag = world_mismatch(entry, rec, job_id)
             if diag is not None and len(manifest.get("runs", [])) > 1:
                 where = f"run {entry.get('index')} ({run.label})"
                 diag = Diagnosis(

@@ -45,11 +45,12 @@ def enroot_uri(image: str) -> str:
     """A registry image in enroot's form: `docker://[USER@][REGISTRY#]IMAGE[:TAG]`.
 
     Docker-style `nvcr.io/nvidia/nemo:25.07` becomes `nvcr.io#nvidia/nemo:25.07`: enroot would
-    otherwise look the first component up on Docker Hub.
+    otherwise look the first component up on Docker Hub. A local engine's image
+    (`podman://`, `dockerd://`) is that engine's own name for it, left as it is.
     """
     scheme = next((s for s in _SCHEMES if image.startswith(s)), "docker://")
     ref = image[len(scheme) :] if image.startswith(scheme) else image
-    if "#" not in ref and "/" in ref:
+    if scheme == "docker://" and "#" not in ref and "/" in ref:
         user, _, rest = ref.rpartition("@") if "@" in ref.split("/")[0] else ("", "", ref)
         first, _, tail = rest.partition("/")
         if "." in first or ":" in first or first == "localhost":
@@ -83,6 +84,32 @@ def resolve(image: str | None, base: str | os.PathLike[str] | None = None) -> st
     if not Path(path).is_file():
         raise ConfigError(f"container image {image!r}: no such squashfs file ({path})")
     return path
+
+
+def resolve_for(runtime: str, image: str | None) -> str | None:
+    """The image as a runtime takes it, checked before anything is submitted.
+
+    pyxis: resolve() (squashfs file or registry URI). podman: a reference from its storage or
+    a registry, never a file. command: a URI (`scheme://...`) unchanged, anything else a file
+    that must exist (a .sif, a .sqsh ...), made absolute as for pyxis.
+    """
+    if not image:
+        return None
+    if runtime == "podman":
+        if image.startswith(("/", "./", "../", "~")) or image.endswith(SQUASHFS_SUFFIXES):
+            raise ConfigError(
+                f"container image {image!r}: podman runs images from its storage or a "
+                "registry, not files (`podman load` it, or use the pyxis runtime)"
+            )
+        return image
+    if runtime == "command":
+        if "://" in image:
+            return image
+        path = squashfs_path(image)
+        if not Path(path).is_file():
+            raise ConfigError(f"container image {image!r}: no such file ({path})")
+        return path
+    return resolve(image)
 
 
 def file_sha256(path: str | os.PathLike[str], chunk: int = 8 << 20) -> str:

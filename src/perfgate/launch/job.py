@@ -111,9 +111,10 @@ class Job:
     def prepare_images(self) -> dict[str | None, str | None]:
         """What each launch image becomes on the srun line (imported once per allocation)."""
         wanted = {img for _, img in self.launches}
-        if self.ctx.container_runtime != "pyxis" or wanted == {None}:
+        runtime = self.ctx.container_runtime
+        if runtime == "none" or wanted == {None}:
             return {img: None for img in wanted}
-        return self.images.prepare(wanted, _run(["srun", "--help"]) or "")
+        return self.images.prepare(wanted, runtime, lambda: _run(["srun", "--help"]) or "")
 
     # --- launches -------------------------------------------------------------------------------
 
@@ -164,7 +165,7 @@ class Job:
         index: int,
         label: str,
         image: str | None,
-        pyxis_image: str | None,
+        runtime_image: str | None,
         mpi: str | None,
         addr: str,
     ) -> int:
@@ -180,13 +181,15 @@ class Job:
             "image_digest": self.images.digests.get(image) if image else None,
             "image_stamp": self.images.stamps.get(image) if image else None,
             "run_dir": str(rdir),
+            # what rank 0 must see as its world size (collect checks it)
+            "tasks": ctx.nodes * ctx.tasks_per_node if ctx.executor == "slurm" else None,
             "exit_code": None,
             "started_at": _now(),
         }
         self.manifest["runs"].append(entry)
         t0 = time.monotonic()
         if ctx.executor == "slurm":
-            argv = srun_argv(ctx, rdir, pyxis_image, mpi)
+            argv = srun_argv(ctx, rdir, runtime_image, mpi)
             entry["command"] = argv
             self.save()
             with open(rdir / "launcher.log", "wb") as out:

@@ -24,7 +24,7 @@ from submitit.slurm.slurm import _make_sbatch_string
 import perfgate
 from perfgate.catalog import EXECUTORS, RUNTIMES, Row
 from perfgate.errors import ConfigError
-from perfgate.launch import images
+from perfgate.launch import images, runtimes
 from perfgate.launch.envs import job_env
 from perfgate.launch.types import JobPlan, LaunchOptions
 from perfgate.runs import Launches
@@ -32,7 +32,6 @@ from perfgate.workload.spec import WorkloadSpec
 
 DEFAULT_RUN_LIMIT_MIN = 30  # per workload launch, when neither the row nor the user sets one
 SIGNAL_DELAY_S = 60
-CONTAINER_SRC = "/opt/perfgate/src"  # where the perfgate source is mounted in the container
 
 
 @dataclass(frozen=True)
@@ -54,6 +53,7 @@ class JobContext:
     command: tuple[str, ...] | None = None
     container_runtime: str = "pyxis"
     container_mounts: tuple[str, ...] = ()
+    container_command: tuple[str, ...] = ()  # runtime "command": the template's words
     mpi: str = "auto"
     finetune_data: str | None = None
     mock_data: bool = True
@@ -99,11 +99,11 @@ def container_env_names(ctx: JobContext) -> list[str]:
 
 
 def srun_argv(ctx: JobContext, rdir: Path, image: str | None, mpi: str | None) -> list[str]:
-    """The srun line of one launch over the whole allocation (pyxis flags when containerized).
+    """The srun line of one launch over the whole allocation (the runtime's part at the end).
 
-    image is what pyxis gets: an absolute squashfs path (imported URIs included), or None.
+    image is what the runtime gets (pyxis: an absolute squashfs path, imported URIs
+    included), or None.
     """
-    spec = str(rdir / "spec.json")
     argv = [
         "srun",
         f"--nodes={ctx.nodes}",
@@ -114,24 +114,7 @@ def srun_argv(ctx: JobContext, rdir: Path, image: str | None, mpi: str | None) -
     ]
     if mpi:
         argv.append(f"--mpi={mpi}")
-    if image is not None and ctx.container_runtime == "pyxis":
-        # Same path inside and out, so spec.json's output_dir means the same folder to both.
-        mounts = [f"{ctx.job_dir}:{ctx.job_dir}", f"{ctx.perfgate_src}:{CONTAINER_SRC}:ro"]
-        mounts += list(ctx.container_mounts)
-        argv += [
-            f"--container-image={image}",
-            f"--container-mounts={','.join(mounts)}",
-            "--no-container-mount-home",
-            f"--container-workdir={rdir}",
-            f"--container-env={','.join(container_env_names(ctx))}",
-        ]
-        # The image's own PYTHONPATH (NeMo, Megatron) stays; perfgate's source goes first.
-        boot = (
-            f"export PYTHONPATH={CONTAINER_SRC}${{PYTHONPATH:+:$PYTHONPATH}}; "
-            'exec python -m perfgate.workload "$0"'
-        )
-        return [*argv, "bash", "-c", boot, spec]
-    return [*argv, ctx.python, "-m", "perfgate.workload", spec]
+    return argv + runtimes.task_argv(ctx, rdir, image, container_env_names(ctx))
 
 
 def local_argv(ctx: JobContext, rdir: Path) -> list[str]:
@@ -212,8 +195,19 @@ def context(row: Row, options: LaunchOptions, job_dir: Path, more_pairs=None) ->
     if options.executor == "local" and row.nodes > 1:
         raise ConfigError(f"row {row.id}: {row.nodes} nodes cannot run on the local executor")
     launches = launches_for(options)
-    if options.container_runtime == "pyxis":
-        launches = tuple((label, images.resolve(img)) for label, img in launches)
+    runtime = options.container_runtime
+    template = ()
+    if options.container_command:
+        if runtime != "command":
+            raise ConfigError(
+                f"--container-command is the runtime 'command', not {runtime!r}: drop "
+                "--container-runtime or set it to command"
+            )
+        template = runtimes.parse_template(options.container_command)
+    elif runtime == "command":
+        raise ConfigError("--container-runtime command needs --container-command TEMPLATE")
+    if runtime != "none":
+        launches = tuple((label, images.resolve_for(runtime, img)) for label, img in launches)
         if options.executor == "local" and any(img for _, img in launches):
             raise ConfigError(
                 "--executor local runs in the current environment and cannot start a container:"
@@ -238,6 +232,7 @@ def context(row: Row, options: LaunchOptions, job_dir: Path, more_pairs=None) ->
         command=command,
         container_runtime=options.container_runtime,
         container_mounts=tuple(options.container_mounts),
+        container_command=template,
         mpi=options.mpi,
         finetune_data=options.finetune_data,
         mock_data=not options.finetune_data or options.mock_finetune_data,

@@ -53,9 +53,11 @@ class LaunchOptions:
     max_pairs: int = 8
     finetune_data: str | None = None
     mock_finetune_data: bool = False
-    # How launches get their image: "pyxis" (srun --container-image), or "none" where the image
-    # only labels the run (bare metal; tests standing in two "images" without pyxis).
+    # How launches get their image (perfgate.launch.runtimes): "pyxis" (srun
+    # --container-image), "podman", "command" (container_command, a site's template), or
+    # "none" where the image only labels the run (bare metal).
     container_runtime: str = "pyxis"
+    container_command: str | None = None  # e.g. "apptainer exec --nv {image} {argv}"
     mpi: str = "auto"  # auto: --mpi=pmix where `srun --mpi=list` offers it; or a plugin name
     gpus_per_node: int | None = None  # --gpus-per-node; None: the row's gpus_per_node
     exclusive: bool = True

@@ -54,7 +54,7 @@ def changed_text(changed: dict[str, dict[str, Any]]) -> str:
 def _digest(side: dict[str, Any]) -> str:
     d = side.get("digest")
     if d:
-        return f"{d} (sha256 of the squashfs file)"
+        return f"{d} (sha256 of the squashfs file; with podman, its image ID)"
     return f"not known: {side.get('digest_note') or 'not recorded'}"
 
 

@@ -56,7 +56,7 @@ class LiveRunner:
             options, results_dir, resume=resume, more_pairs_for=more_pairs_for
         )
         self._digests = ImageDigests()
-        if options.container_runtime == "pyxis":  # hash the user's image files meanwhile
+        if options.container_runtime in ("pyxis", "command"):  # hash the user's image files
             self._digests.start(_image_files(options))
         self._announce = announce
         self._poll_s = poll_s
@@ -119,13 +119,13 @@ class LiveRunner:
 
 
 def _image_files(options: LaunchOptions) -> list[str]:
-    """The squashfs files among the session's images, as the jobs name them (absolute)."""
+    """The image files among the session's images, as the jobs name them (absolute)."""
     out = []
     for image in (options.container_image, options.candidate_image):
         try:
-            path = images.resolve(image)
+            path = images.resolve_for(options.container_runtime, image)
         except ConfigError:  # a missing file: planning reports it, with the row
             continue
-        if path and images.is_squashfs(path):
+        if path and "://" not in path and images.is_squashfs(path):
             out.append(path)
     return out

@@ -97,10 +97,19 @@ def addoption(parser: pytest.Parser) -> None:
     g.addoption(
         "--container-runtime",
         choices=RUNTIMES,
-        default="pyxis",
-        help="pyxis (default): srun --container-image; none: no container, image names only "
-        "label the runs and reach the workload as $PERFGATE_IMAGE (bare-metal A/B of two "
-        "software environments)",
+        default=None,
+        help="pyxis (default): srun --container-image; podman: podman run per task (an "
+        "image from its storage or a registry); command: --container-command's template; "
+        "none: no container, image names only label the runs and reach the workload as "
+        "$PERFGATE_IMAGE (bare-metal A/B of two software environments)",
+    )
+    g.addoption(
+        "--container-command",
+        metavar="TEMPLATE",
+        default=None,
+        help="run each task through this command (runtime 'command'), e.g. 'apptainer exec "
+        "--nv --bind {mounts} --pwd {workdir} {image} {argv}'; placeholders: {image} "
+        "{argv} {mounts} {workdir} {job_dir} {src}",
     )
     g.addoption(
         "--container-mounts",

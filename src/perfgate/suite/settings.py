@@ -195,7 +195,9 @@ def settings_from_config(config: pytest.Config) -> Settings:
         candidate_image=opt("candidate_image"),
         pairs=pairs,
         max_pairs=max_pairs,
-        container_runtime=opt("container_runtime"),
+        container_runtime=opt("container_runtime")
+        or ("command" if opt("container_command") else "pyxis"),
+        container_command=opt("container_command"),
         container_mounts=mounts,
         env=env,
         slurm_params=_pairs(opt("slurm_param"), "--slurm-param"),
@@ -244,6 +246,7 @@ def run_args(config: pytest.Config) -> list[str]:
         ("pairs", "--pairs"),
         ("max_pairs", "--max-pairs"),
         ("container_runtime", "--container-runtime"),
+        ("container_command", "--container-command"),
         ("env_file", "--env-file"),
         ("steps", "--steps"),
         ("window", "--window"),

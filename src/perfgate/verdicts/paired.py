@@ -162,7 +162,7 @@ def side_versions(runs: Sequence[RunRecord]) -> dict[str, str]:
 
 
 def sides(runs: Sequence[RunRecord]) -> dict[str, dict[str, Any]]:
-    """Per side: image, squashfs digest (None where not known), versions, launch numbers."""
+    """Per side: image, digest (None where not known), versions, launch numbers."""
     out: dict[str, dict[str, Any]] = {}
     for side in (BASELINE, CANDIDATE):
         mine = [r for r in runs if r.label == side]
@@ -171,7 +171,7 @@ def sides(runs: Sequence[RunRecord]) -> dict[str, dict[str, Any]]:
         if digest is None and any(r.image_stamp for r in mine):
             why = "the file changed, or could not be read, before the session hashed it"
         elif digest is None and mine:
-            why = "no squashfs file (container runtime none)"
+            why = "no image file to hash (container runtime none, or a URI the runtime pulls)"
         out[side] = {
             "image": _distinct([r.image for r in mine]),
             "digest": digest,
