@@ -3,8 +3,9 @@
 Row ids, variants and other names reach file names, job names and `#SBATCH` lines, so they
 take a fixed set; free text (notes, sources, env values) takes anything printable. A line
 break is what turns a value into a second line of an sbatch script, so no value anywhere
-may hold a control character, a Unicode line or paragraph separator, or a bidirectional
-override (text that reads differently from what a reviewer sees).
+may hold a control character, a lone surrogate (undecodable input), a Unicode line or
+paragraph separator, or a bidirectional override (text that reads differently from what a
+reviewer sees).
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ RULES = {
     ENV_NAME: "an environment variable name is a letter or '_', then letters, digits, '_'",
     DOTTED: "a dotted path of letters, digits, '_' and '-' (e.g. model.config.tp) is expected",
 }
+_CHARS = {
+    NAME: re.compile(r"[A-Za-z0-9._-]"),
+    MODEL: re.compile(r"[a-z0-9_]"),
+    ENV_NAME: re.compile(r"[A-Za-z0-9_]"),
+    DOTTED: re.compile(r"[A-Za-z0-9._-]"),
+}
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 SHOWN_CHARS = 40
 
@@ -39,9 +46,9 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
 
 
 def bad_char(text: str) -> str | None:
-    """The first control, line-separator or bidi-override character of text, or None."""
+    """The first control, surrogate, line-separator or bidi-override character, or None."""
     for ch in text:
-        if ch in _BIDI or unicodedata.category(ch) in ("Cc", "Zl", "Zp"):
+        if ch in _BIDI or unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp"):
             return ch
     return None
 
@@ -49,7 +56,9 @@ def bad_char(text: str) -> str | None:
 def check_name(where: str, field: str, value: str, rule: re.Pattern[str] = NAME) -> str:
     """value when it matches rule (NAME, MODEL, ENV_NAME or DOTTED); a one-line error if not."""
     if not rule.fullmatch(value):
-        raise ConfigError(f"{where}: field {field!r} = {shown(value)}: {RULES[rule]}")
+        stray = next((ch for ch in value if not _CHARS[rule].fullmatch(ch)), None)
+        not_this = f", not {stray!r}" if stray is not None else ""
+        raise ConfigError(f"{where}: field {field!r} = {shown(value)}: {RULES[rule]}{not_this}")
     return value
 
 

@@ -49,7 +49,7 @@ def test_a_variant_with_a_newline_is_one_line_naming_file_row_field_and_value(tm
     # The hostile id is not used to name the row: its position is.
     assert msg == (
         f"{path}: row #1: field 'variant' = 'x\\ntouch /tmp/owned #': only letters, digits, "
-        "'.', '_' and '-' are allowed"
+        "'.', '_' and '-' are allowed, not '\\n'"
     )
     assert "\n" not in msg
 
