@@ -3,7 +3,7 @@
 Every site a perfgate value reaches, with hostile strings (newlines, quotes, $(), backticks,
 ';', NUL, backslashes, Unicode separators): either a one-line ConfigError before anything is
 written, or a script that bash accepts, whose only shell lines are perfgate's own and whose
-`#SBATCH` values sbatch reads back exactly (tests/launch/sbatch_reading.py, checked against
+`#SBATCH` values sbatch reads back exactly (tests/sbatch_reading.py, checked against
 the real sbatch in tests/integration/test_hostile_submission.py).
 """
 
