@@ -45,6 +45,11 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def bad_field(where: str, name: str, problem: str, value: object) -> ConfigError:
+    """The catalog's one-line error: "<where>: field 'x': <problem>, not <value>" (value cut)."""
+    return ConfigError(f"{where}: field {name!r}: {problem}, not {shown(value, 80)}")
+
+
 def bad_char(text: str) -> str | None:
     """The first control, surrogate, line-separator or bidi-override character, or None."""
     for ch in text:

@@ -154,9 +154,12 @@ def _add_parse_command(sub: argparse._SubParsersAction) -> None:
             args.logs, tokens_per_step=args.tokens_per_step, num_gpus=args.num_gpus
         )
         data = logs.to_dict(series)
-        steady = stats.summarize_run(
-            series.step_times, window, step_numbers=[s.step for s in series.steps]
-        )
+        try:
+            steady = stats.summarize_run(
+                series.step_times, window, step_numbers=[s.step for s in series.steps]
+            )
+        except PerfgateError as e:  # e.g. a negative step time: name the log it came from
+            raise PerfgateError(f"{', '.join(args.logs)}: {e}") from None
         if not series.valid:
             steady = replace(steady, steady=False, reason=f"invalid run: {series.invalid_reason}")
         data["summary"]["steady_state"] = stats.json_ready(asdict(steady))

@@ -83,8 +83,7 @@ def _where(origin: str, rid: object) -> str:
     return f"{origin}: row {rid}"
 
 
-def _bad(where: str, name: str, problem: str, value: object) -> ConfigError:
-    return ConfigError(f"{where}: field {name!r}: {problem}, not {value!r}")
+_bad = charset.bad_field
 
 
 def _unknown_keys(where: str, data: Mapping[str, Any], valid: tuple[str, ...], what: str) -> None:
@@ -194,7 +193,9 @@ def baseline_from_dict(data: object, where: str = "<baseline>") -> Baseline:
         raise ConfigError(f"{where}: field 'baseline.step_time_s' is missing")
     if "provenance" not in data:
         raise ConfigError(f"{where}: field 'baseline.provenance' is missing")
-    for name in ("step_time_s", "step_time_spread_s", "tokens_per_s_per_gpu", "tflops_per_gpu"):
+    if not _is_number(data["step_time_s"]):
+        raise _bad(where, "baseline.step_time_s", "must be a number", data["step_time_s"])
+    for name in ("step_time_spread_s", "tokens_per_s_per_gpu", "tflops_per_gpu"):
         value = data.get(name)
         if value is not None and not _is_number(value):
             raise _bad(where, f"baseline.{name}", "must be a number", value)
@@ -241,7 +242,8 @@ def row_from_dict(
     """
     fallback = f"#{index}" if index is not None else "(no id)"
     if not isinstance(data, dict):
-        raise ConfigError(f"{_where(origin, fallback)}: a row must be a JSON object, not {data!r}")
+        shown = charset.shown(data, 80)
+        raise ConfigError(f"{_where(origin, fallback)}: a row must be a JSON object, not {shown}")
     rid = data.get("id")
     # A hostile id must not write itself into every message: it is named by position then.
     rid = rid if isinstance(rid, str) and charset.NAME.fullmatch(rid) else fallback

@@ -19,8 +19,7 @@ from perfgate.errors import ConfigError
 _CONSISTENCY = 0.02
 
 
-def _bad(where: str, name: str, problem: str, value: object) -> ConfigError:
-    return ConfigError(f"{where}: field {name!r}: {problem}, not {value!r}")
+_bad = charset.bad_field
 
 
 def _choice(where: str, name: str, value: str, known: tuple[str, ...] | list[str]) -> None:
