@@ -30,6 +30,8 @@ LAYERS: dict[str, int] = {
     "perfgate.secrets": 0,
     "perfgate.hardware": 0,
     "perfgate.models": 0,
+    "perfgate.charset": 0,
+    "perfgate.inputs": 0,
     "perfgate.catalog": 1,
     "perfgate.logs": 1,
     "perfgate.stats": 2,
@@ -50,6 +52,8 @@ WORKLOAD_MAY_IMPORT = (
     "perfgate.secrets",
     "perfgate.hardware",
     "perfgate.models",
+    "perfgate.charset",  # what characters a value may hold
+    "perfgate.inputs",  # regular files only (a FIFO never hangs a read)
     "perfgate.catalog",  # rows and their JSON schema
     "perfgate.logs",  # the series, steps.json, and the parser the command backend runs live
     "perfgate.workload",

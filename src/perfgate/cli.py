@@ -13,7 +13,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from perfgate import flops, logs, stats
-from perfgate.catalog import FLOPS_CONVENTIONS, TASKS, Baseline, Provenance
+from perfgate.catalog import FLOPS_CONVENTIONS, TASKS, Baseline, Provenance, load_catalog, load_file
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.report import render, results, table
 from perfgate.stats import (
@@ -154,9 +154,12 @@ def _add_parse_command(sub: argparse._SubParsersAction) -> None:
             args.logs, tokens_per_step=args.tokens_per_step, num_gpus=args.num_gpus
         )
         data = logs.to_dict(series)
-        steady = stats.summarize_run(
-            series.step_times, window, step_numbers=[s.step for s in series.steps]
-        )
+        try:
+            steady = stats.summarize_run(
+                series.step_times, window, step_numbers=[s.step for s in series.steps]
+            )
+        except PerfgateError as e:  # e.g. a negative step time: name the log it came from
+            raise PerfgateError(f"{', '.join(args.logs)}: {e}") from None
         if not series.valid:
             steady = replace(steady, steady=False, reason=f"invalid run: {series.invalid_reason}")
         data["summary"]["steady_state"] = stats.json_ready(asdict(steady))
@@ -364,6 +367,37 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- validate (perfgate.catalog) ----------------------------------------------------------
+
+
+def _add_validate_command(sub: argparse._SubParsersAction) -> None:
+    """Register `perfgate validate`: check baselines files before anything runs them."""
+    p = sub.add_parser(
+        "validate",
+        help="check baselines files (every field, every row) without running anything",
+        description="Load and validate baselines folders or <gpu>.json files, as the suite "
+        "does before it runs a row: the first problem is one line and exit status 2.",
+    )
+    p.add_argument(
+        "paths",
+        nargs="*",
+        default=["baselines"],
+        metavar="PATH",
+        help="folder of <gpu>.json files, or one such file (default: baselines)",
+    )
+    p.add_argument("--json", action="store_true", help="print the row counts as JSON")
+
+    def run(args: argparse.Namespace) -> int:
+        counts = {}
+        for path in args.paths:
+            is_file = path.endswith(".json")
+            counts[path] = len(load_file(path) if is_file else load_catalog(path).rows)
+        _emit({"rows": counts, "total": sum(counts.values())}, args.json)
+        return 0
+
+    p.set_defaults(func=run)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `perfgate` command."""
     parser = argparse.ArgumentParser(
@@ -375,6 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare_command(sub)
     _add_report_command(sub)
     listing.add_command(sub)
+    _add_validate_command(sub)
     return parser
 
 

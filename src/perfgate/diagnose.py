@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfgate import inputs
+from perfgate.errors import PerfgateError
 from perfgate.logs.series import StepSeries
 from perfgate.runs import Diagnosis
 from perfgate.secrets import redact
@@ -104,12 +106,12 @@ SLURM_CAUSES = {
 def read_log(path: str | Path, limit: int = READ_BYTES) -> str:
     """The last `limit` bytes of a log, decoded leniently (NCCL/banners write non-UTF-8)."""
     try:
-        with open(path, "rb") as f:
+        with inputs.open_regular(path) as f:
             f.seek(0, 2)
             size = f.tell()
             f.seek(max(0, size - limit))
             data = f.read()
-    except OSError:
+    except (OSError, PerfgateError):  # missing, or a FIFO planted where a log should be
         return ""
     return data.decode("utf-8", errors="replace")
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from typing import Any
 
-from perfgate import hardware
+from perfgate import charset, hardware
 from perfgate.catalog import validate
 from perfgate.catalog.rows import Baseline, Provenance, Row
 from perfgate.errors import ConfigError
@@ -75,14 +75,15 @@ _INT = ("num_gpus", "gbs", "mbs", "seq_len", "gpus_per_node", "tp", "pp", "cp", 
 _OPT_INT = ("vp", "etp", "steps", "time_limit_min")
 _STR = ("id", "task", "model", "gpu", "precision", "backend")
 _OPT_STR = ("fp8_recipe", "variant", "source")
+# Strings that become names: the row id (file and job names, #SBATCH lines) and its parts.
+_NAMES = ("variant", "id", "task", "gpu", "precision", "backend", "fp8_recipe")
 
 
 def _where(origin: str, rid: object) -> str:
     return f"{origin}: row {rid}"
 
 
-def _bad(where: str, name: str, problem: str, value: object) -> ConfigError:
-    return ConfigError(f"{where}: field {name!r}: {problem}, not {value!r}")
+_bad = charset.bad_field
 
 
 def _unknown_keys(where: str, data: Mapping[str, Any], valid: tuple[str, ...], what: str) -> None:
@@ -134,6 +135,25 @@ def _check_kinds(where: str, data: Mapping[str, Any]) -> None:
         raise _bad(where, "notes", "must be a list of strings", notes)
 
 
+def _check_chars(where: str, data: Mapping[str, Any]) -> None:
+    """Every string of a row: names from a fixed set, free text without control characters."""
+    for name in _NAMES:
+        if data.get(name) is not None:
+            charset.check_name(where, name, data[name])
+    if "model" in data:
+        charset.check_name(where, "model", data["model"], charset.MODEL)
+    if data.get("source") is not None:
+        charset.check_text(where, "source", data["source"])
+    for i, note in enumerate(data.get("notes", [])):
+        charset.check_text(where, f"notes[{i}]", note)
+    for key, value in data.get("overrides", {}).items():
+        charset.check_name(where, "overrides key", str(key), charset.DOTTED)
+        charset.check_tree(where, f"overrides.{key}", value)
+    for key, value in data.get("env", {}).items():
+        charset.check_name(where, "env", key, charset.ENV_NAME)
+        charset.check_text(where, f"env.{key}", value)
+
+
 def _provenance_from_dict(where: str, data: object) -> Provenance:
     if not isinstance(data, dict):
         raise _bad(where, "baseline.provenance", "must be an object", data)
@@ -152,6 +172,7 @@ def _provenance_from_dict(where: str, data: object) -> Provenance:
         isinstance(k, str) and isinstance(v, str) for k, v in versions.items()
     ):
         raise _bad(where, "baseline.provenance.versions", "must be an object of strings", versions)
+    charset.check_tree(where, "baseline.provenance", data)
     return Provenance(
         source=source,
         container=data.get("container"),
@@ -172,7 +193,9 @@ def baseline_from_dict(data: object, where: str = "<baseline>") -> Baseline:
         raise ConfigError(f"{where}: field 'baseline.step_time_s' is missing")
     if "provenance" not in data:
         raise ConfigError(f"{where}: field 'baseline.provenance' is missing")
-    for name in ("step_time_s", "step_time_spread_s", "tokens_per_s_per_gpu", "tflops_per_gpu"):
+    if not _is_number(data["step_time_s"]):
+        raise _bad(where, "baseline.step_time_s", "must be a number", data["step_time_s"])
+    for name in ("step_time_spread_s", "tokens_per_s_per_gpu", "tflops_per_gpu"):
         value = data.get(name)
         if value is not None and not _is_number(value):
             raise _bad(where, f"baseline.{name}", "must be a number", value)
@@ -185,6 +208,8 @@ def baseline_from_dict(data: object, where: str = "<baseline>") -> Baseline:
     convention = data.get("flops_convention")
     if convention is not None and not isinstance(convention, str):
         raise _bad(where, "baseline.flops_convention", "must be a string or null", convention)
+    if convention is not None:
+        charset.check_name(where, "baseline.flops_convention", convention)
     baseline = Baseline(
         step_time_s=float(data["step_time_s"]),
         provenance=_provenance_from_dict(where, data["provenance"]),
@@ -217,14 +242,18 @@ def row_from_dict(
     """
     fallback = f"#{index}" if index is not None else "(no id)"
     if not isinstance(data, dict):
-        raise ConfigError(f"{_where(origin, fallback)}: a row must be a JSON object, not {data!r}")
-    rid = data.get("id") if isinstance(data.get("id"), str) and data.get("id") else fallback
+        shown = charset.shown(data, 80)
+        raise ConfigError(f"{_where(origin, fallback)}: a row must be a JSON object, not {shown}")
+    rid = data.get("id")
+    # A hostile id must not write itself into every message: it is named by position then.
+    rid = rid if isinstance(rid, str) and charset.NAME.fullmatch(rid) else fallback
     where = _where(origin, rid)
     _unknown_keys(where, data, ROW_KEYS, "row")
     missing = [k for k in REQUIRED_ROW_KEYS if k not in data]
     if missing:
         raise ConfigError(f"{where}: field {missing[0]!r} is missing")
     _check_kinds(where, data)
+    _check_chars(where, data)
     gpu_name = data["gpu"]
     try:
         default_per_node = hardware.gpu(gpu_name).gpus_per_node

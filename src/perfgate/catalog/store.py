@@ -11,13 +11,12 @@ of one.
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfgate import atomic
+from perfgate import atomic, inputs
 from perfgate.catalog import validate
 from perfgate.catalog.rows import GPUS, Baseline, Row, parse_gpu_counts
 from perfgate.catalog.schema import dump_rows, row_from_dict
@@ -31,17 +30,12 @@ LOCK_TIMEOUT_S = 120.0
 
 def _read_json(path: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = inputs.read_text(path, ConfigError)
     except OSError as e:
         raise ConfigError(f"{path}: cannot read baselines file ({e.strerror})") from None
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ConfigError(
-            f"{path}: not valid JSON: line {e.lineno} column {e.colno}: {e.msg}"
-        ) from None
+    return inputs.strict_json(text, str(path), ConfigError)
 
 
 def load_file(path: str | Path) -> list[Row]:
@@ -154,7 +148,7 @@ def _apply(path: Path, updates: Mapping[str, Baseline]) -> str:
     """Under the file's lock: re-read, set the baselines, write if changed; return the diff."""
     try:
         with lock_for(path):
-            old_text = path.read_text(encoding="utf-8")
+            old_text = inputs.read_text(path, ConfigError)
             rows = load_file(path)
             ids = {r.id for r in rows}
             missing = sorted(set(updates) - ids)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from perfgate import hardware, models, secrets
+from perfgate import charset, hardware, models, secrets
 from perfgate.catalog import rows
 from perfgate.catalog.rows import Baseline, Row
 from perfgate.errors import ConfigError
@@ -19,8 +19,7 @@ from perfgate.errors import ConfigError
 _CONSISTENCY = 0.02
 
 
-def _bad(where: str, name: str, problem: str, value: object) -> ConfigError:
-    return ConfigError(f"{where}: field {name!r}: {problem}, not {value!r}")
+_bad = charset.bad_field
 
 
 def _choice(where: str, name: str, value: str, known: tuple[str, ...] | list[str]) -> None:
@@ -161,8 +160,8 @@ def _check_nodes(row: Row, where: str, spec: hardware.GpuSpec) -> None:
 
 def _check_env(row: Row, where: str) -> None:
     for name, value in row.env.items():
-        if not name or not name.replace("_", "").isalnum() or name[0].isdigit():
-            raise _bad(where, "env", "names must be environment variable names", name)
+        charset.check_name(where, "env", name, charset.ENV_NAME)
+        charset.check_text(where, f"env.{name}", value, secret=secrets.is_secret(name))
         if secrets.is_secret(name) or secrets.redact(value, environ={}) != value:
             raise ConfigError(
                 f"{where}: field 'env': {name} looks like a secret; secrets travel by the "

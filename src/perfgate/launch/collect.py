@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from perfgate import atomic
+from perfgate import atomic, inputs
 from perfgate import diagnose as dg
 from perfgate.errors import PerfgateError
 from perfgate.logs import stepfile
@@ -44,8 +44,8 @@ def attempts(job_dir: str | os.PathLike[str]) -> list[int]:
 def read_manifest(attempt_dir: Path) -> dict[str, Any] | None:
     """The manifest of one attempt, or None when the job function never wrote one."""
     try:
-        return json.loads((attempt_dir / MANIFEST).read_text())
-    except (OSError, ValueError):
+        return json.loads(inputs.read_text(attempt_dir / MANIFEST))
+    except (OSError, ValueError, PerfgateError):
         return None
 
 

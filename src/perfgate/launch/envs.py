@@ -11,8 +11,8 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
+from perfgate import inputs
 from perfgate.errors import ConfigError
 from perfgate.secrets import is_secret
 
@@ -29,7 +29,7 @@ def check_name(name: str, origin: str) -> str:
 def load_env_file(path: str | os.PathLike[str]) -> dict[str, str]:
     """Read a JSON object of NAME: value (e.g. seed 000's env_vars.json); values as strings."""
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(inputs.read_text(path, ConfigError))
     except OSError as e:
         raise ConfigError(f"{path}: cannot read env file ({e.strerror})") from None
     except ValueError as e:

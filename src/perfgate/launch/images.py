@@ -35,7 +35,12 @@ def is_squashfs(image: str) -> bool:
 
 def squashfs_path(image: str, base: str | os.PathLike[str] | None = None) -> str:
     """The absolute path of a squashfs image (pyxis needs `/` or `./` to see a file)."""
-    path = Path(image).expanduser()
+    try:
+        path = Path(image).expanduser()
+    except RuntimeError:  # ~user of no such user
+        raise ConfigError(
+            f"container image {image!r}: cannot expand {image.split('/')[0]}"
+        ) from None
     if not path.is_absolute():
         path = Path(base or os.getcwd()) / path
     return str(path.resolve())

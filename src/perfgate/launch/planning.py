@@ -24,7 +24,7 @@ from submitit.slurm.slurm import _make_sbatch_string
 import perfgate
 from perfgate.catalog import EXECUTORS, RUNTIMES, Row
 from perfgate.errors import ConfigError
-from perfgate.launch import images, runtimes
+from perfgate.launch import checks, images, runtimes
 from perfgate.launch.envs import job_env
 from perfgate.launch.types import JobPlan, LaunchOptions
 from perfgate.runs import Launches
@@ -194,6 +194,8 @@ def context(row: Row, options: LaunchOptions, job_dir: Path, more_pairs=None) ->
         )
     if options.executor == "local" and row.nodes > 1:
         raise ConfigError(f"row {row.id}: {row.nodes} nodes cannot run on the local executor")
+    checks.row(row.id, row.env)
+    checks.options(options)
     launches = launches_for(options)
     runtime = options.container_runtime
     template = ()
@@ -213,6 +215,10 @@ def context(row: Row, options: LaunchOptions, job_dir: Path, more_pairs=None) ->
                 "--executor local runs in the current environment and cannot start a container:"
                 " run it inside the container and drop --container-image"
             )
+    pyxis = options.container_runtime == "pyxis" and any(img for _, img in launches)
+    src = str(Path(perfgate.__file__).resolve().parents[1])
+    checks.job_path("job folder", str(job_dir), pyxis)
+    checks.job_path("perfgate source folder", src, pyxis)
     command, overrides = row_command(row, options)
     plain, secrets_ = job_env(row.env, options.env)
     max_launches = 2 * options.max_pairs if options.candidate_image else 1
@@ -236,7 +242,7 @@ def context(row: Row, options: LaunchOptions, job_dir: Path, more_pairs=None) ->
         mpi=options.mpi,
         finetune_data=options.finetune_data,
         mock_data=not options.finetune_data or options.mock_finetune_data,
-        perfgate_src=str(Path(perfgate.__file__).resolve().parents[1]),
+        perfgate_src=src,
         max_pairs=options.max_pairs if options.candidate_image else 0,
         more_pairs=more_pairs,
         cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
@@ -267,6 +273,7 @@ def sbatch_parameters(row: Row, options: LaunchOptions, ctx: JobContext) -> dict
     for key in ("partition", "account", "qos"):
         if getattr(options, key):
             params[key] = getattr(options, key)
+    checks.sbatch_parameters(params)
     return params
 
 
@@ -284,6 +291,7 @@ def plan(
     more_pairs: Callable[[Sequence[Any]], bool | str] | None = None,
 ) -> JobPlan:
     """What would run for this row: sbatch script, srun line, spec, GPU-hours. No Slurm needed."""
+    checks.options(options)  # before any path is resolved: a NUL would fail in the OS call
     jdir = Path(job_dir) if job_dir else new_job_dir(options.results_dir, row.id)
     ctx = context(row, options, jdir, more_pairs)
     label, image = ctx.launches[0]
@@ -292,12 +300,12 @@ def plan(
     gpus_per_node = options.gpus_per_node or ctx.tasks_per_node
     if ctx.executor == "slurm":
         params = sbatch_parameters(row, options, ctx)
+        command = submitit_command(jdir / "submitit")
         try:
-            script = _make_sbatch_string(
-                command=submitit_command(jdir / "submitit"), folder=jdir / "submitit", **params
-            )
+            script = _make_sbatch_string(command=command, folder=jdir / "submitit", **params)
         except (TypeError, ValueError) as e:
             raise ConfigError(f"row {row.id}: bad sbatch parameter ({e})") from None
+        checks.script(script, [*params["setup"], "export SUBMITIT_EXECUTOR=slurm", command])
         shown_image = image
         if image and ctx.container_runtime == "pyxis" and not images.is_squashfs(image):
             shown_image = str(jdir / "images" / images.sqsh_name(image))  # imported once per job

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from perfgate import inputs
 from perfgate.errors import ConfigError
 from perfgate.launch.collect import write_json
 
@@ -24,7 +25,7 @@ STATE_FILE = "launch-session.json"
 def load(path: Path) -> dict[str, dict[str, Any]]:
     """The jobs of a state file ({} when there is none); a one-line error when it is broken."""
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(inputs.read_text(path, ConfigError))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as e:

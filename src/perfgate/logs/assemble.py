@@ -390,8 +390,9 @@ def _invalid_reason(steps: list[Step], nan_iterations: dict[int, float]) -> str 
         if s.loss is not None and not math.isfinite(s.loss):
             return f"{_nan_or_inf(s.loss)} loss at step {s.step}"
         if nan_iterations.get(s.step):
-            n = int(nan_iterations[s.step])
-            return f"{n} NaN iteration(s) reported by Megatron at step {s.step}"
+            n = nan_iterations[s.step]  # a corrupt count may be inf or NaN: no int() of it
+            count = int(n) if math.isfinite(n) else n
+            return f"{count} NaN iteration(s) reported by Megatron at step {s.step}"
     return None
 
 

@@ -53,9 +53,11 @@ def pair_step_time(
         if k < n_its:
             it = its[k]
             st.step = it.step
-            ms_s, st_s = it.values["step_time_s"], st.values["step_time_s"]
-            if abs(ms_s - st_s) > 0.006 + 1e-3 * ms_s:  # Step Time rounds to 10 ms
-                disagree += 1
+            ms_s, st_s = it.values.get("step_time_s"), st.values.get("step_time_s")
+            if ms_s is None and st_s is not None:  # a damaged iteration line: Step Time's
+                it.values["step_time_s"] = st_s
+            elif ms_s is not None and st_s is not None and abs(ms_s - st_s) > 0.006 + 1e-3 * ms_s:
+                disagree += 1  # Step Time rounds to 10 ms
             for key in ("tflops_per_gpu", "mem_allocated_gib"):
                 if key in st.values:
                     it.values.setdefault(key, st.values[key])

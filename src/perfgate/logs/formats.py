@@ -188,11 +188,16 @@ def extract(line: str, keep: Callable[[str, int | None], bool] | None = None) ->
         stop = anchors[i + 1][0] if i + 1 < len(anchors) else len(line)
         prev_end = anchors[i - 1][1] if i else 0
         rec = _BUILDERS[kind](m, line, start, end, stop, prev_end)
-        if rec is not None:
+        if rec is not None and (rec.step is None or abs(rec.step) <= MAX_STEP):
             if rec.rank is None:
                 rec.rank = rank
             records.append(rec)
     return records
+
+
+# No training run logs a step number this large: a line that says so is corrupt, not a record
+# (a 400-digit number would overflow the float arithmetic on step numbers downstream).
+MAX_STEP = 10**9
 
 
 def _drop_nested(
@@ -240,7 +245,7 @@ def _nemo2(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_en
     _put(v, "mem_allocated_gib", f.get("memory_allocated"), GIB)
     # global_step is monotonic across epochs; `iteration` restarts at 0 in every epoch.
     gs = number(f["global_step"]) if "global_step" in f else None
-    step = int(gs) if gs is not None and gs == gs else int(m.group(2))
+    step = int(gs) if gs is not None and math.isfinite(gs) else int(m.group(2))
     return Record(NEMO2, step, v)
 
 
@@ -262,8 +267,8 @@ def _tqdm(
     if "step_time_s" not in v:
         return None
     gs = number(f["global_step"]) if "global_step" in f else None
-    if gs is None or gs != gs:
-        # No global_step in the postfix: fall back to the bar counter `| n/total` or `n it`.
+    if gs is None or not math.isfinite(gs):
+        # No usable global_step in the postfix: fall back to the bar counter (`| n/total`, `n it`).
         bar = _TQDM_BAR.search(line, prev_end, start)
         if bar is None:
             return None

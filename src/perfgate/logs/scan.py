@@ -12,6 +12,7 @@ import gzip
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from perfgate import inputs
 from perfgate.errors import LogParseError
 from perfgate.logs.formats import MARKERS
 
@@ -21,13 +22,28 @@ MAX_LINE_BYTES = 64 << 20
 
 
 def open_log(path: str) -> BinaryIO:
-    """Open a log for binary reading; gzip-compressed logs (by magic bytes) are decompressed."""
-    f = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
-    if f.read(2) == b"\x1f\x8b":
-        f.close()
-        return gzip.open(path, "rb")  # type: ignore[return-value]
+    """Open a log for binary reading; gzip-compressed logs (by magic bytes) are decompressed.
+
+    Regular files only: a FIFO or a device is a one-line LogParseError, never a hang.
+    """
+    f = inputs.open_regular(path, LogParseError)
+    gz = f.read(2) == b"\x1f\x8b"
     f.seek(0)
-    return f
+    return _GzipLog(f) if gz else f  # type: ignore[return-value]
+
+
+class _GzipLog(gzip.GzipFile):
+    """A gzip stream that closes the file it reads (GzipFile leaves a given file open)."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        super().__init__(fileobj=raw, mode="rb")
+        self.raw = raw
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.raw.close()
 
 
 class LineScanner:

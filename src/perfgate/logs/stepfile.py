@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfgate import atomic
+from perfgate import atomic, inputs
 from perfgate.errors import PerfgateError
 from perfgate.logs.series import Step, StepSeries
 
@@ -70,7 +70,7 @@ def read(path: str | os.PathLike[str]) -> StepRecord:
     """Read a steps.json; a clear one-line error names the file when it is not one."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(inputs.read_text(path))
     except FileNotFoundError:
         raise PerfgateError(f"{path}: no steps file (the workload never started writing)") from None
     except (OSError, ValueError) as e:

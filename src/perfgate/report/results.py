@@ -18,7 +18,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from perfgate import atomic, catalog
+from perfgate import atomic, catalog, inputs
 from perfgate.errors import ConfigError
 from perfgate.launch.types import JobPlan
 from perfgate.secrets import redact
@@ -219,7 +219,7 @@ def read(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a results.json; a one-line error names the file and what is wrong."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(inputs.read_text(path, ConfigError))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such results file") from None
     except (OSError, ValueError) as e:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfgate import inputs
 from perfgate.errors import LogParseError
 from perfgate.logs import parse_files
 
@@ -80,7 +81,7 @@ def _read_plain(path: Path, text: str) -> RunSeries | None:
 
 def _looks_plain(path: Path) -> bool:
     """Sniff the head only: training logs of big jobs run to gigabytes."""
-    with open(path, "rb") as f:
+    with inputs.open_regular(path, LogParseError) as f:
         head = f.read(SNIFF_BYTES).decode("utf-8", errors="replace")
     lines = [ln.strip() for ln in head.splitlines()[:-1] or head.splitlines()]
     lines = [ln for ln in lines if ln and not ln.startswith("#")]
@@ -95,10 +96,9 @@ def read_run(paths: Sequence[str | Path]) -> RunSeries:
     """Read one run from one file, or from several log files of one run (restarts, in order)."""
     files = [Path(p) for p in paths]
     for f in files:
-        if not f.is_file():
-            raise LogParseError(f"{f}: no such file")
+        inputs.require_regular(f, LogParseError)
     if len(files) == 1 and _looks_plain(files[0]):
-        plain = _read_plain(files[0], files[0].read_text("utf-8", errors="replace"))
+        plain = _read_plain(files[0], inputs.read_text(files[0], LogParseError, "replace"))
         if plain is not None:
             return plain
     series = parse_files(files)

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from perfgate import stats
+from perfgate import inputs, stats
 from perfgate.errors import ConfigError
+from perfgate.launch import checks
 from perfgate.launch.types import LaunchOptions
 from perfgate.secrets import is_secret
 from perfgate.suite.preflight import DEFAULT_MAX_GPU_HOURS
@@ -78,7 +79,7 @@ def _refuse_secrets(env: dict[str, str], where: str) -> None:
 def read_env_file(path: str) -> dict[str, str]:
     """A JSON object of string values (numbers are accepted and turned into strings)."""
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(inputs.read_text(path, ConfigError))
     except FileNotFoundError:
         raise ConfigError(f"--env-file {path}: file not found") from None
     except (OSError, ValueError) as e:
@@ -209,6 +210,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
         mock_finetune_data=opt("mock_finetune_data"),
         poll_interval_s=opt("poll_interval"),
     )
+    checks.options(launch)  # before any row: one line naming the option, not one per row
     return Settings(
         launch=launch,
         baselines_dir=baselines,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from perfgate import inputs
 from perfgate.catalog.rows import Row
 from perfgate.catalog.schema import row_from_dict, row_to_dict
 from perfgate.errors import ConfigError
@@ -75,7 +76,7 @@ class WorkloadSpec:
     def read(cls, path: str | os.PathLike[str]) -> WorkloadSpec:
         """Read a spec file."""
         try:
-            text = Path(path).read_text()
+            text = inputs.read_text(path, ConfigError)
         except OSError as e:
             raise ConfigError(f"{path}: cannot read workload spec ({e.strerror})") from None
         return cls.from_json(text, origin=str(path))
