@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "perfgate.flops": 2,
     "perfgate.runs": 3,
     "perfgate.diagnose": 3,
+    "perfgate.history": 3,
     "perfgate.verdicts": 4,
     "perfgate.launch": 5,
     "perfgate.report": 5,

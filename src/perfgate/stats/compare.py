@@ -62,7 +62,7 @@ from perfgate.stats.rule import (
     pooled,
     smallest_n,
     sum_sq,
-    two_sided_se,
+    unpaired_se,
 )
 from perfgate.stats.run import RunSummary, Window, summarize_run
 
@@ -74,6 +74,9 @@ DEFAULT_RUN_TO_RUN_CV = 0.011
 # Sigma of log(candidate / baseline) for a pair launched back to back on the same nodes.
 DEFAULT_PAIR_CV = 0.016
 PRIOR_DF = 2.0  # weight of those priors in degrees of freedom; also their tail weight
+# The decision rule (perfgate.stats.rule.RULES): "guarded" acceptance; scripts/evaluate_detector.py
+# sets "point" (the rule before row histories) to compare the two.
+RULE = "guarded"
 
 
 @dataclass(frozen=True)
@@ -170,11 +173,17 @@ def parse_window(text: str, option: str = "--window") -> Window:
 
 
 def needs_more_pairs(comparison: Comparison, max_pairs: int) -> bool:
-    """True when an A/B comparison is INCONCLUSIVE and one more pair is allowed."""
-    if comparison.mode != "paired":
+    """True when one more A/B pair is allowed and could change the verdict.
+
+    INCONCLUSIVE, or (guarded rule) a REGRESSION whose lower bound is within the tolerance:
+    "slower, not shown within tolerance" rather than "beyond it", which more pairs can tell.
+    """
+    if comparison.mode != "paired" or len(comparison.baseline) >= max_pairs:
         return False
-    pairs = len(comparison.baseline)
-    return comparison.verdict == "INCONCLUSIVE" and pairs < max_pairs
+    if comparison.verdict == "INCONCLUSIVE":
+        return True
+    soft = comparison.verdict == "REGRESSION" and comparison.ci_low <= comparison.tolerance
+    return RULE == "guarded" and soft
 
 
 def _check_prior(sigma: float | None, df: float | None, default: float) -> tuple[float, float]:
@@ -312,10 +321,12 @@ def _compare_paired(
     se = sigma / math.sqrt(n)
 
     def advice() -> str:
-        need = smallest_n(lambda k: sigma / math.sqrt(k), lambda k: prior[1] + k - 1, tol, alpha)
+        need = smallest_n(
+            lambda k: sigma / math.sqrt(k), lambda k: prior[1] + k - 1, tol, alpha, RULE
+        )
         return f"about {need or 'over 1000'} pairs (A/B runs on the same nodes) would resolve it"
 
-    dec = decide(mean(diffs), se, df, tol, alpha, advice)
+    dec = decide(mean(diffs), se, df, tol, alpha, advice, RULE)
     reason = f"{n} pair{'s' if n > 1 else ''}: {dec.reason}" + (
         f"; left out: {note}" if note else ""
     )
@@ -372,18 +383,15 @@ def _compare_unpaired(
         observed = math.sqrt(ss / df_obs)
     sigma, df = pooled(prior[0], prior[1], observed, df_obs)
     within = sum(r.rel_se**2 for r in c_ok) / k**2 + sum(r.rel_se**2 for r in b_ok) / m**2
-    se, df = two_sided_se(sigma, df, prior, k, m, within)
+    se = unpaired_se(sigma, k, m, within)
 
     def advice() -> str:
         need = smallest_n(
-            lambda j: two_sided_se(sigma, 0, prior, j, j, 0)[0],
-            lambda j: two_sided_se(sigma, prior[1] + 2 * j - 2, prior, j, j, 0)[1],
-            tol,
-            alpha,
+            lambda j: unpaired_se(sigma, j, j, 0), lambda j: prior[1] + 2 * j - 2, tol, alpha, RULE
         )
         return f"about {need or 'over 1000'} runs on each side, or A/B pairs, would resolve it"
 
-    dec = decide(mean(lc) - mean(lb), se, df, tol, alpha, advice)
+    dec = decide(mean(lc) - mean(lb), se, df, tol, alpha, advice, RULE)
     reason = f"{k} vs {m} runs: {dec.reason}" + (f"; left out: {note}" if note else "")
     return _result(
         dec,
@@ -400,6 +408,20 @@ def _compare_unpaired(
     )
 
 
+def baseline_noise(baseline: Baseline) -> tuple[float, float]:
+    """(sum of squares, df) of log step time that a baseline's own runs show about noise.
+
+    Its stored runs when it has them, else its spread over n_runs; (0, 0) for one run.
+    """
+    runs = [r.step_time_s for r in baseline.runs]
+    if len(runs) >= 2:
+        return sum_sq([math.log(x) for x in runs]), len(runs) - 1
+    n, spread, ref = baseline.n_runs, baseline.step_time_spread_s, baseline.step_time_s
+    if n >= 2 and spread is not None and math.isfinite(spread) and spread >= 0:
+        return (n - 1) * (spread / ref) ** 2, n - 1
+    return 0.0, 0
+
+
 def compare_to_baseline(
     candidate_runs: Sequence[Sequence[float]],
     baseline: Baseline,
@@ -409,12 +431,15 @@ def compare_to_baseline(
     alpha: float = ALPHA,
     prior_sigma: float | None = None,
     prior_df: float | None = None,
+    history: tuple[float, float] | None = None,
 ) -> Comparison:
     """Compare candidate runs with a stored baseline (mode "stored").
 
-    tolerance None -> baseline.tolerance -> DEFAULT_TOLERANCE. The baseline's spread over its
-    n_runs and the candidate runs' spread estimate the run-to-run sigma, pooled with the
-    prior (DEFAULT_RUN_TO_RUN_CV with PRIOR_DF, or prior_sigma/prior_df).
+    tolerance None -> baseline.tolerance -> DEFAULT_TOLERANCE. The run-to-run sigma pools
+    the prior (DEFAULT_RUN_TO_RUN_CV with PRIOR_DF, or prior_sigma/prior_df) with what the
+    baseline's runs, the candidate runs and the row's history (sum of squares, df: its
+    within-segment residuals, perfgate.history.noise) show; one candidate run is judged by
+    the predictive distribution of a new run, t on the pooled df.
     """
     prior = _check_prior(prior_sigma, prior_df, DEFAULT_RUN_TO_RUN_CV)
     if tolerance is None:
@@ -442,36 +467,38 @@ def compare_to_baseline(
         )
     lc = [math.log(r.median_s) for r in c_ok]
     k = len(lc)
-    ss, df_obs = 0.0, 0
-    spread = baseline.step_time_spread_s
-    if n_base >= 2 and spread is not None and math.isfinite(spread) and spread >= 0:
-        ss += (n_base - 1) * (spread / ref) ** 2
-        df_obs += n_base - 1
+    ss, df_obs = baseline_noise(baseline)
     if k >= 2:
         ss += sum_sq(lc)
         df_obs += k - 1
+    if history is not None and history[1] > 0:
+        ss += history[0]
+        df_obs += history[1]
     observed = math.sqrt(ss / df_obs) if df_obs else None
-    sigma, df_pool = pooled(prior[0], prior[1], observed, df_obs)
+    sigma, df = pooled(prior[0], prior[1], observed, df_obs)
     within = sum(r.rel_se**2 for r in c_ok) / k**2
-    se, df = two_sided_se(sigma, df_pool, prior, k, n_base, within)
+    se = unpaired_se(sigma, k, n_base, within)
 
     def advice() -> str:
-        df_base = df_pool - max(k - 1, 0)  # the df that j candidate runs would build on
+        # j more runs of the row stored with its baseline: n_base + j runs and j more df.
         need = smallest_n(
-            lambda j: two_sided_se(sigma, 0, prior, j, n_base, within * k / j)[0],
-            lambda j: two_sided_se(sigma, df_base + j - 1, prior, j, n_base, 0)[1],
+            lambda j: unpaired_se(sigma, k, n_base + j, within),
+            lambda j: df + j,
             tol,
             alpha,
+            RULE,
         )
         if need is None:
             return (
-                f"no number of candidate runs resolves it against a baseline of {n_base} "
-                f"run{'s' if n_base > 1 else ''}: use A/B pairs (--candidate-image) or store "
-                "a baseline from more runs"
+                f"no number of runs of this row resolves {tol:.0%} at its noise ({sigma:.1%} "
+                "per run): use A/B pairs (--candidate-image)"
             )
-        return f"about {need} candidate runs, or A/B pairs, would resolve it"
+        return (
+            f"{need} more run{'s' if need > 1 else ''} of this row resolve {tol:.0%} (a "
+            f"baseline of {n_base + need} runs: --update-baselines --repeat {n_base + need})"
+        )
 
-    dec = decide(mean(lc) - math.log(ref), se, df, tol, alpha, advice)
+    dec = decide(mean(lc) - math.log(ref), se, df, tol, alpha, advice, RULE)
     reason = (
         f"{k} run{'s' if k > 1 else ''} vs stored baseline ({n_base} run"
         f"{'s' if n_base > 1 else ''}): {dec.reason}" + (f"; left out: {note}" if note else "")
