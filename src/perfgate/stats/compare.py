@@ -51,6 +51,7 @@ from typing import Any
 
 from perfgate.catalog import Baseline
 from perfgate.errors import ConfigError, PerfgateError
+from perfgate.stats.priors import MEGATRON_CI, PRODUCTION, NoisePrior
 from perfgate.stats.rule import (
     Decision,
     check_alpha,
@@ -132,11 +133,19 @@ def json_ready(x: Any) -> Any:
 @dataclass(frozen=True)
 class Noise:
     """What a comparison assumes about noise its runs cannot show: the false-alarm rate and
-    the run-to-run prior (a cluster's own A/A measurements may replace the default one)."""
+    the run-to-run prior (perfgate.stats.priors).
+
+    run_cv/df (--noise-cv/--noise-df) win over everything. Else prior (--noise-prior) when
+    named; else ("auto") the site's calibrated prior, or the production prior, for a baseline
+    perfgate measured, and the megatron-ci prior for a published or imported number (measured
+    on another cluster: its offset is unknown, its tails heavy).
+    """
 
     alpha: float = ALPHA
-    run_cv: float | None = None  # sigma of log(step time) of one launch; None: the default
+    run_cv: float | None = None  # sigma of log(step time) of one launch; None: the prior's
     df: float | None = None  # the prior's weight in degrees of freedom; None: PRIOR_DF
+    prior: NoisePrior | None = None  # a named prior for every row; None: auto
+    site: NoisePrior | None = None  # the site's calibrated prior (perfgate calibrate), if any
 
     def __post_init__(self) -> None:
         if not 0 < self.alpha < 0.5:
@@ -146,12 +155,29 @@ class Noise:
         if self.df is not None and not self.df > 0:
             raise ConfigError(f"noise df {self.df}: must be positive")
 
-    def stored(self) -> dict[str, Any]:
+    def prior_for(self, baseline: Baseline | None) -> NoisePrior:
+        """The run-to-run prior a comparison with this baseline uses."""
+        if self.run_cv is not None:
+            return NoisePrior("--noise-cv", self.run_cv, self.df or PRIOR_DF)
+        if self.prior is not None:
+            return self.prior
+        if baseline is not None and baseline.measured_here:
+            return self.site or PRODUCTION
+        return MEGATRON_CI
+
+    def stored(self, baseline: Baseline | None = None) -> dict[str, Any]:
         """Keyword arguments of compare_to_baseline and unpaired compare_runs."""
-        return {"alpha": self.alpha, "prior_sigma": self.run_cv, "prior_df": self.df}
+        if baseline is None and self.run_cv is None and self.prior is None:
+            return {"alpha": self.alpha, "prior_sigma": None, "prior_df": self.df}
+        p = self.prior_for(baseline)
+        return {"alpha": self.alpha, "prior_sigma": p.sigma, "prior_df": p.df}
 
     def paired(self) -> dict[str, Any]:
-        """The pair prior (a pair's log ratio has two launches' noise) for paired compare_runs."""
+        """The pair prior (a pair's log ratio has two launches' noise) for paired compare_runs.
+
+        A/B pairs keep the A/A-pair fit (DEFAULT_PAIR_CV) unless --noise-cv says otherwise:
+        the named priors describe runs in separate jobs.
+        """
         sigma = None if self.run_cv is None else self.run_cv * math.sqrt(2)
         return {"prior_sigma": sigma, "prior_df": self.df}
 
