@@ -42,8 +42,9 @@ def test_update_refuses_example_logs_and_regressions_without_accept(suite):
     assert _files(suite) == before
     out = "\n".join(result.outlines)
     reg = "pretrain-nemotron4_340b-h100-bf16-256gpu-tp8pp8"
-    assert f"baseline NOT stored: {reg}: REGRESSION (store it anyway with --accept-regressions)" in (
-        out
+    assert (
+        f"baseline NOT stored: {reg}: REGRESSION (store it anyway with --accept-regressions)"
+        in (out)
     )
     for rid in UPDATED - {reg}:
         assert f"baseline NOT stored: {rid}: replayed example logs (examples/replay)" in out
