@@ -67,10 +67,11 @@ def one_series(t, noise, rng: np.random.Generator, with_step: bool) -> dict[str,
     for night, run in enumerate(nights):
         if not run.steady:
             continue
-        h_ss, h_df, _ = trend.noise(xs)  # the history before tonight
+        # as perfgate.verdicts.nightly: change points located with tonight, noise from before
+        cps = trend.change_points([*xs, math.log(run.median_s)])
+        h_ss, h_df, _ = trend.noise(xs, (), cps)
         comp = compare_to_baseline([run], stored, TOLERANCE, **prior, history=(h_ss, h_df))
         xs.append(math.log(run.median_s))
-        cps = trend.change_points(xs)
         step = trend.last_step(
             xs,
             cps,

@@ -45,6 +45,7 @@ LAYERS: dict[str, int] = {
     "perfgate.workload": 5,
     "perfgate.suite": 6,
     "perfgate.cli": 7,
+    "perfgate.cli_history": 7,
     "perfgate.__main__": 7,
 }
 WORKLOAD_MAY_IMPORT = (

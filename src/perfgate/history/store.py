@@ -153,7 +153,7 @@ class HistoryStore:
             con.execute("PRAGMA synchronous=FULL")
             con.execute("PRAGMA foreign_keys=ON")
         except sqlite3.Error as e:
-            raise ConfigError(f"{self.path}: cannot open history database ({e})") from None
+            raise ConfigError(f"{self.path}: not a perfgate history database ({e})") from None
         con.row_factory = sqlite3.Row
         return con
 

@@ -91,9 +91,15 @@ def logs_of(points: Sequence[Point]) -> list[float]:
     return [math.log(p.step_time_s) for p in points]
 
 
-def noise(xs: Sequence[float], skip: Sequence[bool] = ()) -> tuple[float, int, list[ChangePoint]]:
-    """(sum of squares, df, change points) of a row's trend, leaving out points in skip."""
-    cps = change_points(xs)
+def noise(
+    xs: Sequence[float], skip: Sequence[bool] = (), cps: Sequence[ChangePoint] | None = None
+) -> tuple[float, int, list[ChangePoint]]:
+    """(sum of squares, df, change points) of a row's trend, leaving out points in skip.
+
+    cps: change points found on a longer series (tonight's runs too: a step is located
+    better with the nights after it); only those inside xs cut it.
+    """
+    cps = change_points(xs) if cps is None else [c for c in cps if c.index < len(xs)]
     if not any(skip):
         ss, df = segment_noise(xs, cps)
         return ss, df, cps

@@ -13,7 +13,7 @@ import os
 import shlex
 import socket
 import subprocess
-import sys
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -61,8 +61,11 @@ def _version() -> str | None:
 class HistoryRecorder:
     """Writes this session's rows into the history store and reads rows' earlier points."""
 
-    def __init__(self, settings: Settings, root: Path, is_worker: bool) -> None:
+    def __init__(
+        self, settings: Settings, root: Path, is_worker: bool, args: Sequence[str] = ()
+    ) -> None:
         self.settings = settings
+        self.args = tuple(args)
         self.root = root
         self.store = HistoryStore(settings.history) if settings.history else None
         self.writes = self.store is not None and not is_worker and self._mode_stored()
@@ -117,7 +120,7 @@ class HistoryRecorder:
                         ),
                         perfgate_version=_version(),
                         git_describe=_git_describe(self.root),
-                        command=redact(shlex.join(sys.argv)),
+                        command=redact(shlex.join(["pytest", *self.args])),
                     )
                 )
             self.store.add_runs(

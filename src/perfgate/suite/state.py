@@ -53,7 +53,9 @@ class PerfgateState:
         self.update_diff: str | None = None
         self.update_error: str | None = None
         self.refused: list[str] = []  # rows --update-baselines would not store, and why
-        self.recorder = HistoryRecorder(settings, Path(config.rootpath), self.is_worker)
+        self.recorder = HistoryRecorder(
+            settings, Path(config.rootpath), self.is_worker, config.invocation_params.args
+        )
 
     # --- catalog --------------------------------------------------------------------------
 

@@ -75,7 +75,10 @@ def judge(
     xs = trend.logs_of(points)
     base_jobs = {r.job_id for r in base.runs if r.job_id}
     skip = [p.job_id in base_jobs for p in points]  # the baseline's own runs count once
-    h_ss, h_df, _ = trend.noise(xs, skip)
+    tonight = _steady_logs(runs, window)
+    all_xs = xs + tonight
+    cps = trend.change_points(all_xs)  # located with tonight; the noise is history's own
+    h_ss, h_df, _ = trend.noise(xs, skip, cps)
     comp = stats.compare_to_baseline(
         list(runs),
         base,
@@ -95,11 +98,8 @@ def judge(
         "change_points": [],
         "step": None,
     }
-    tonight = [math.log(r.median_s) for r in comp.candidate if r.steady]
     if not tonight:
         return Judged(comp.verdict, "stored", comp, info)
-    all_xs = xs + tonight
-    cps = trend.change_points(all_xs)
     info["change_points"] = [
         {"index": c.index, "p_value": c.p_value, "session_id": _point(points, c.index)} for c in cps
     ]
@@ -128,6 +128,15 @@ def judge(
     if step.verdict == trend.SHIFT and comp.verdict in (PASS, INCONCLUSIVE):
         return Judged(trend.SHIFT, "history", comp, info, note)
     return Judged(comp.verdict, "stored", comp, info)
+
+
+def _steady_logs(runs: Sequence[Sequence[float]], window: stats.Window) -> list[float]:
+    out = []
+    for steps in runs:
+        s = stats.summarize_run(list(steps), window)
+        if s.steady:
+            out.append(math.log(s.median_s))
+    return out
 
 
 def _point(points: Sequence[trend.Point], index: int) -> int | None:
