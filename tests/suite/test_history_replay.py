@@ -67,7 +67,7 @@ def test_a_step_in_the_history_is_a_shift_naming_its_first_session(suite, capsys
     _measured_baseline(suite, 2.50, 0.10)
     hist = suite.path / "h.sqlite"
     store = HistoryStore(hist)
-    levels = [2.50, 2.49, 2.51, 2.505, 2.495, 2.50, 2.51, 2.49] + [2.58, 2.59, 2.60]
+    levels = [2.50, 2.49, 2.51, 2.505, 2.495, 2.50, 2.51, 2.49, 2.58, 2.59, 2.60]
     for day, level in enumerate(levels, start=2):
         sid = store.start_session(Session("live", started_at=f"2026-01-{day:02d}T01:00:00+00:00"))
         image = "nemo:26.02" if level > 2.55 else "nemo:25.11"
