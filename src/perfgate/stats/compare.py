@@ -16,28 +16,35 @@ runs, N pairs, se_k the within-run SE of run k):
     paired:  se^2 = s_pair^2 / N              (d_i = log(candidate_i / baseline_i))
 
 s_run and s_pair pool what the runs themselves show with a prior, as the empirical-Bayes
-"moderated" variance (Smyth 2004): s^2 = (PRIOR_DF prior^2 + df_obs s_obs^2) /
-(PRIOR_DF + df_obs), with a t quantile on PRIOR_DF + df_obs degrees of freedom. Under this
-model an A/A difference is prior * t_(PRIOR_DF), so the prior is the maximum-likelihood
-scaled-t fit of real A/A pairs (calibration half): scale 1.6% per pair (1.1% per run),
-PRIOR_DF = 2, i.e. heavy tails. Pooling keeps 3 pairs usable (df 2 alone: t = 6.96 at 1%)
-while a noisy row's own spread still raises its SE. A side resting on a single run keeps
-the prior sigma and df: a lone launch's outlier risk shows in no observed spread. Callers
-that know a row's own noise (its past A/B gates) pass prior_sigma / prior_df.
+"moderated" variance (Smyth 2004): s^2 = (d0 prior^2 + df_obs s_obs^2) / (d0 + df_obs), with a
+t quantile on d0 + df_obs degrees of freedom. For a stored baseline, s_obs pools the baseline's
+own runs, the candidate runs and the row's history (its residuals within the segments between
+change points: perfgate.history), so a row with history gets its own resolution. One candidate
+run is judged by the predictive distribution of a new run: se^2 = s_run^2 (1 + 1/n_base), t on
+the pooled df (a lone run's outlier risk is in those tails). The prior (perfgate.stats.priors)
+is chosen per baseline by Noise.prior_for: the site's calibrated prior or "production" (0.45%
+per run on 11 df, fitted to 512-GPU B200 reruns) for a baseline perfgate measured,
+"megatron-ci" (the scaled-t fit of Megatron-LM CI A/A pairs: 1.1% per run, 1.6% per pair, 2
+df, heavy tails) for a published or imported number. A/B pairs keep the pair prior.
 
-Decision rule (tolerance = the largest acceptable slowdown; alpha = 1% one-sided):
-    resolution = exp(t_(1-alpha, df) * se) - 1, the slowdown told from noise at alpha;
-    lower, upper = the 1 - 2 alpha (98%) confidence bounds of delta.
-    If resolution <= tolerance (precise enough): REGRESSION if delta > tolerance,
-        IMPROVEMENT if delta < -tolerance, else PASS. False alarms at no change <= alpha.
-    Else (too noisy for this tolerance): REGRESSION only if lower > tolerance, IMPROVEMENT
-        only if upper < -tolerance, PASS if upper <= tolerance (the data exclude a slowdown
-        beyond tolerance), else INCONCLUSIVE, saying what resolution was reached and how
-        many runs or pairs would resolve the tolerance.
-A slowdown equal to the tolerance is flagged about half the time: to catch a slowdown X with
-95% probability, set tolerance <= X - 1.645 * se; Comparison.detectable is that X for the
-comparison at hand. The adaptive A/B loop (needs_more_pairs) uses sequential_alpha per look
-so that all its looks together keep false alarms <= alpha.
+Decision rule: guarded acceptance (ISO 14253-1, ASME B89.7.3.1), the conservative rule for a
+release gate (tolerance = the largest acceptable slowdown; alpha = 1% one-sided):
+    lower, upper = the 1 - 2 alpha (98%) confidence bounds of delta;
+    resolution = exp(t_(1-alpha, df) * se) - 1, the slowdown told from noise at alpha.
+    REGRESSION   lower > 0 (a real slowdown: false alarms at no change <= alpha) and
+                 upper > tolerance (within tolerance not shown);
+    IMPROVEMENT  symmetric: upper < 0 and lower < -tolerance;
+    PASS         upper <= tolerance (otherwise);
+    INCONCLUSIVE neither: lower <= 0 < tolerance < upper, saying how many runs or pairs
+                 would resolve the tolerance (2 q se <= log(1 + tolerance): then no change
+                 passes and a slowdown of the tolerance fails, each with probability >= 99%).
+REGRESSION fires above max(q se, log(1 + tol) - q se), so a slowdown equal to the tolerance
+is caught more than half the time (the point rule before it, "REGRESSION iff delta >
+tolerance" when precise, caught it half the time by symmetry, whatever the noise);
+Comparison.detectable is the slowdown caught 95% of the time. RULE = "point" keeps that old
+rule for scripts/evaluate_detector.py to compare. The adaptive A/B loop (needs_more_pairs)
+adds a pair while a verdict is INCONCLUSIVE or a REGRESSION whose lower bound is still within
+the tolerance, with sequential_alpha per look so that all looks keep false alarms <= alpha.
 Runs that never reached a steady state are left out and named in the reason; if a side has
 no steady run left the verdict is INCONCLUSIVE, never REGRESSION.
 """
