@@ -105,7 +105,7 @@ def test_change_point_in_a_per_commit_ci_history(reference) -> None:
     version of 2025-04-06 on (0.661-0.675 s, then 0.687-0.695 s)."""
     rows = [
         r
-        for r in _csv(reference / "megatron_golden" / "history_golden_medians.csv")
+        for r in _csv(reference / "megatron_golden" / "history_golden_medians_bert_nightly.csv")
         if "bert_nightly_dgx_a100_1N8G_mcore_tp1_pp2/golden_values_dev.json" in r["path"]
     ]
     xs = [math.log(float(r["median_tail"])) for r in rows]
