@@ -21,6 +21,11 @@ def _json(data: dict[str, Any], _: bool = True) -> None:
     print(json.dumps(data, indent=2, allow_nan=False, default=str))
 
 
+def _where(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--history", metavar="PATH", help="default: <baselines-dir>/history.sqlite")
+    p.add_argument("--baselines-dir", metavar="DIR", default="baselines")
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register `perfgate history` and `perfgate calibrate`."""
     p = sub.add_parser(
@@ -31,8 +36,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "trend as SVG or HTML. --forget SESSION leaves a session out of trends and noise.",
     )
     p.add_argument("row", nargs="?", help="row id (omit to list the rows with history)")
-    p.add_argument("--history", metavar="PATH", help="default: <baselines-dir>/history.sqlite")
-    p.add_argument("--baselines-dir", metavar="DIR", default="baselines")
+    _where(p)
     p.add_argument("--plot", metavar="OUT", help="write the trend plot: OUT.svg or OUT.html")
     p.add_argument("--forget", metavar="SESSION", type=int, help="exclude this session")
     p.add_argument("--reason", default="forgotten by hand", help="why (with --forget)")
@@ -45,8 +49,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "(residuals within the segments between change points) and write it as JSON; the "
         "suite uses <baselines-dir>/noise-prior.json when present.",
     )
-    p.add_argument("--history", metavar="PATH", help="default: <baselines-dir>/history.sqlite")
-    p.add_argument("--baselines-dir", metavar="DIR", default="baselines")
+    _where(p)
     p.add_argument("--rows", default="*", metavar="GLOB", help="row ids to use (default all)")
     p.add_argument("--out", metavar="JSON", help="default: <baselines-dir>/noise-prior.json")
     p.add_argument("--json", action="store_true", help="print the prior as JSON")

@@ -288,50 +288,43 @@ class HistoryStore:
 
     # --- reads --------------------------------------------------------------------------------
 
-    def sessions(self) -> list[dict[str, Any]]:
-        """Every session, oldest first, with finished_at and excluded (reason or None)."""
+    def _query(self, sql: str, params: tuple = ()) -> list[dict[str, Any]]:
+        """Rows of a read query as dicts, JSON columns decoded ([] without a history)."""
         with self._read() as con:
-            if con is None:
-                return []
-            rows = con.execute(
-                "SELECT s.*, (SELECT MAX(finished_at) FROM session_ends e WHERE "
-                "e.session_id = s.id) AS finished_at, (SELECT reason FROM exclusions x WHERE "
-                "x.session_id = s.id ORDER BY x.rowid DESC LIMIT 1) AS excluded FROM sessions s "
-                "ORDER BY s.started_at, s.id"
-            ).fetchall()
+            rows = [] if con is None else con.execute(sql, params).fetchall()
         out = []
         for r in rows:
             d = dict(r)
-            d["images"] = json.loads(d["images"])
+            for key in ("images", "nodes", "versions"):
+                if key in d:
+                    d[key] = json.loads(d[key])
+            if "steady" in d:
+                d["steady"] = bool(d["steady"])
             out.append(d)
         return out
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """Every session, oldest first, with finished_at and excluded (reason or None)."""
+        return self._query(
+            "SELECT s.*, (SELECT MAX(finished_at) FROM session_ends e WHERE "
+            "e.session_id = s.id) AS finished_at, (SELECT reason FROM exclusions x WHERE "
+            "x.session_id = s.id ORDER BY x.rowid DESC LIMIT 1) AS excluded FROM sessions s "
+            "ORDER BY s.started_at, s.id"
+        )
 
     def runs(self, row_id: str) -> list[dict[str, Any]]:
         """Every stored run of a row with its session's fields, oldest first."""
-        with self._read() as con:
-            if con is None:
-                return []
-            rows = con.execute(
-                "SELECT r.*, s.started_at, s.mode AS session_mode, s.cluster, s.host, "
-                "(SELECT reason FROM exclusions x WHERE x.session_id = s.id ORDER BY x.rowid "
-                "DESC LIMIT 1) AS excluded FROM runs r JOIN sessions s ON s.id = r.session_id "
-                "WHERE r.row_id = ? ORDER BY s.started_at, s.id, r.launch",
-                (row_id,),
-            ).fetchall()
-        out = []
-        for r in rows:
-            d = dict(r)
-            d["nodes"], d["versions"] = json.loads(d["nodes"]), json.loads(d["versions"])
-            d["steady"] = bool(d["steady"])
-            out.append(d)
-        return out
+        return self._query(
+            "SELECT r.*, s.started_at, s.mode AS session_mode, s.cluster, s.host, "
+            "(SELECT reason FROM exclusions x WHERE x.session_id = s.id ORDER BY x.rowid "
+            "DESC LIMIT 1) AS excluded FROM runs r JOIN sessions s ON s.id = r.session_id "
+            "WHERE r.row_id = ? ORDER BY s.started_at, s.id, r.launch",
+            (row_id,),
+        )
 
     def row_ids(self) -> list[str]:
         """Every row id with a stored run."""
-        with self._read() as con:
-            if con is None:
-                return []
-            return [r[0] for r in con.execute("SELECT DISTINCT row_id FROM runs ORDER BY 1")]
+        return [r["row_id"] for r in self._query("SELECT DISTINCT row_id FROM runs ORDER BY 1")]
 
     def points(self, row_id: str, cluster: str | None = None) -> list[Point]:
         """The row's trend: steady, undiagnosed runs of single-image sessions not forgotten.
