@@ -41,6 +41,7 @@ def test_repeat_runs_a_row_k_times_and_stores_each_run(suite):
     suite.write_rows([ok])
     hist = suite.path / "h.sqlite"
     result = suite.run(
+        "--all-rows",
         "--executor",
         "local",
         "--poll-interval",
