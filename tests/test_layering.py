@@ -38,12 +38,14 @@ LAYERS: dict[str, int] = {
     "perfgate.flops": 2,
     "perfgate.runs": 3,
     "perfgate.diagnose": 3,
+    "perfgate.history": 3,
     "perfgate.verdicts": 4,
     "perfgate.launch": 5,
     "perfgate.report": 5,
     "perfgate.workload": 5,
     "perfgate.suite": 6,
     "perfgate.cli": 7,
+    "perfgate.cli_history": 7,
     "perfgate.__main__": 7,
 }
 WORKLOAD_MAY_IMPORT = (

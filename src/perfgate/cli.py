@@ -1,4 +1,5 @@
-"""The `perfgate` command: FLOPs and MFU, parse a log, compare runs, render a report, list rows.
+"""The `perfgate` command: FLOPs and MFU, parse a log, compare runs, render a report, list rows,
+a row's history and the site's noise prior.
 
 Every subcommand prints JSON with --json. Bad input is one line on stderr and exit status 2.
 """
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
-from perfgate import flops, logs, stats
+from perfgate import cli_history, flops, logs, stats
 from perfgate.catalog import FLOPS_CONVENTIONS, TASKS, Baseline, Provenance, load_catalog, load_file
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.report import render, results, table
@@ -410,6 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report_command(sub)
     listing.add_command(sub)
     _add_validate_command(sub)
+    cli_history.add_commands(sub)
     return parser
 
 

@@ -11,7 +11,7 @@ import pytest
 from testutil import require
 
 from perfgate import stats
-from perfgate.catalog import Baseline, Provenance
+from perfgate.catalog import Baseline, BaselineRun, Provenance
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.stats import (
     ALPHA,
@@ -82,11 +82,15 @@ def test_paired_numbers_follow_the_documented_formula() -> None:
         (math.expm1(mean - q * se), math.expm1(mean + q * se))
     )
     assert c.n_pairs == 3 and len(c.pair_deltas) == 3
-    assert c.detectable == pytest.approx(math.expm1(math.log1p(0.03) + normal_quantile(0.95) * se))
-    # +4% measured with ~2.6% resolution: a regression beyond the 3% tolerance.
+    # guarded acceptance: REGRESSION above max(q se, log1p(tol) - q se)
+    threshold = max(q * se, math.log1p(0.03) - q * se)
+    assert c.detectable == pytest.approx(math.expm1(threshold + normal_quantile(0.95) * se))
+    # +4% measured with ~2.6% resolution: slower for sure, not shown within 3%.
     assert c.resolution < 0.03 < c.delta
     assert c.verdict == "REGRESSION"
-    assert "delta +4.0% > tolerance 3%" in c.reason
+    assert "delta +4.0%: slower (lower bound +1.4% > 0) and not shown within tolerance 3%" in (
+        c.reason
+    )
 
 
 def test_delta_is_a_geometric_mean_of_pair_ratios() -> None:
@@ -137,16 +141,68 @@ def test_a_run_too_short_for_warmup_removal_is_not_judged() -> None:
     assert not c.candidate[0].steady
 
 
-def test_stored_baseline_single_run_cannot_resolve_3_percent() -> None:
+def test_stored_baseline_single_run_is_the_predictive_spread_of_one_new_run() -> None:
     b = Baseline(step_time_s=10.0, provenance=Provenance("test"), n_runs=1)
     c = compare_to_baseline([run(10.25)], b, tolerance=0.03)
     assert c.mode == "stored" and c.verdict == "INCONCLUSIVE"
-    # Both sides rest on one run: prior sigma on each, prior df for the quantile.
+    # One new run vs one stored run, nothing observed: sigma is the prior's, t on its df.
     se = math.sqrt(2) * DEFAULT_RUN_TO_RUN_CV
     assert c.se == pytest.approx(se)
     assert c.df == PRIOR_DF
     assert c.resolution == pytest.approx(math.expm1(t_quantile(1 - ALPHA, PRIOR_DF) * se))
-    assert "no number of candidate runs" in c.reason and "A/B pairs" in c.reason
+    # One candidate run's own 1.1% keeps q se above 3% / 2 however long the baseline.
+    assert "no number of runs of this row resolves 3%" in c.reason and "A/B pairs" in c.reason
+    # At 8%: j more runs in the baseline (n = 1 + j, df = 2 + j) until 2 q se <= log(1.08).
+    j = next(
+        j
+        for j in range(1, 100)
+        if 2 * t_quantile(1 - ALPHA, 2 + j) * 0.011 * math.sqrt(1 + 1 / (1 + j)) <= math.log(1.08)
+    )
+    c = compare_to_baseline([run(10.25)], b, tolerance=0.08)
+    assert f"{j} more runs of this row resolve 8% (a baseline of {j + 1} runs" in c.reason
+
+
+def test_stored_baseline_with_runs_and_history_moderates_sigma_by_hand() -> None:
+    """Smyth's moderated variance on a worked example: prior 1% on 4 df, a baseline of 3
+    runs (2 df) and a history of 7 df with sum of squares 7 x 0.005^2."""
+    runs = tuple(BaselineRun(x) for x in (10.0, 10.1, 9.9))
+    gm = math.exp(sum(math.log(x) for x in (10.0, 10.1, 9.9)) / 3)
+    b = Baseline(gm, Provenance("perfgate run"), n_runs=3, runs=runs)
+    c = compare_to_baseline(
+        [run(gm * 1.08)], b, 0.05, prior_sigma=0.01, prior_df=4, history=(7 * 0.005**2, 7)
+    )
+    logs = [math.log(x) for x in (10.0, 10.1, 9.9)]
+    m = sum(logs) / 3
+    ss_base = sum((x - m) ** 2 for x in logs)  # 2.0001e-4
+    s2 = (4 * 0.01**2 + ss_base + 7 * 0.005**2) / (4 + 2 + 7)
+    assert c.sigma == pytest.approx(math.sqrt(s2))
+    assert c.sigma == pytest.approx(0.0077212, rel=1e-4)
+    assert c.df == 13
+    assert c.se == pytest.approx(math.sqrt(s2 * (1 + 1 / 3)))
+    assert c.delta == pytest.approx(0.08)
+    # +8% with q se = 2.65 x 0.83%: lower bound > 5% -> REGRESSION beyond tolerance
+    assert c.verdict == "REGRESSION" and "even at the lower bound" in c.reason
+
+
+def test_guarded_acceptance_fails_a_slowdown_not_shown_within_tolerance() -> None:
+    b = Baseline(10.0, Provenance("perfgate run"), n_runs=1)
+    kw = {"prior_sigma": 0.01, "prior_df": 1000}
+    # q se = 2.33 x 1.41% = 3.3%: +4% is real (lower bound > 0) and its upper bound > 5%
+    c = compare_to_baseline([run(10.4)], b, 0.05, **kw)
+    assert c.verdict == "REGRESSION" and "not shown within tolerance 5%" in c.reason
+    # +1%: its upper bound 4.4% is within 5%
+    assert compare_to_baseline([run(10.1)], b, 0.05, **kw).verdict == "PASS"
+    # +2%: neither shown within 5% nor told from noise
+    c = compare_to_baseline([run(10.2)], b, 0.05, **kw)
+    assert c.verdict == "INCONCLUSIVE"
+    # the point rule (the rule before row histories) passes +4% at 5%
+    from perfgate.stats import compare
+
+    old, compare.RULE = compare.RULE, "point"
+    try:
+        assert compare_to_baseline([run(10.4)], b, 0.05, **kw).verdict == "PASS"
+    finally:
+        compare.RULE = old
 
 
 def test_stored_baseline_spread_and_tolerance_default() -> None:

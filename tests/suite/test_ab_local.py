@@ -88,9 +88,12 @@ def test_ab_gate_verdicts_order_report_and_update(suite):
     assert "3 of 3 pairs used (3 planned, at most 8)" in html
 
     # --update-baselines: the candidate's runs become the stored baseline, with provenance
+    # and each run; the REGRESSION row is refused without --accept-regressions
+    assert f"baseline NOT stored: {slow.id}: REGRESSION" in result.stdout.str()
     new = catalog.load_catalog(suite.baselines_dir).by_id
-    for rid, rec in ((same.id, ok), (slow.id, bad)):
+    for rid, rec in ((same.id, ok),):
         b = new[rid].baseline
+        assert len(b.runs) == b.n_runs and all(r.container == NEW for r in b.runs)
         side = rec["ab"]["sides"]["candidate"]
         assert b.step_time_s == round(side["step_time_s"], 6)
         assert b.n_runs == rec["ab"]["pairs_used"]

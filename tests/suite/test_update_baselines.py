@@ -35,9 +35,24 @@ def test_never_on_a_plain_run(suite):
     assert _files(suite) == before
 
 
+def test_update_refuses_example_logs_and_regressions_without_accept(suite):
+    suite.real_baselines()
+    before = _files(suite)
+    result = suite.run(*ARGS, "--update-baselines")
+    assert _files(suite) == before
+    out = "\n".join(result.outlines)
+    reg = "pretrain-nemotron4_340b-h100-bf16-256gpu-tp8pp8"
+    assert (
+        f"baseline NOT stored: {reg}: REGRESSION (store it anyway with --accept-regressions)"
+        in (out)
+    )
+    for rid in UPDATED - {reg}:
+        assert f"baseline NOT stored: {rid}: replayed example logs (examples/replay)" in out
+
+
 def test_update_writes_clean_rows_with_provenance_and_prints_the_diff(suite):
     old = suite.real_baselines()
-    result = suite.run(*ARGS, "--update-baselines")
+    result = suite.run(*ARGS, "--update-baselines", "--accept-regressions")
     new = catalog.load_catalog(suite.baselines_dir)  # still a valid catalog
     measured = {rid: rec["measured"] for rid, rec in suite.results()["rows"].items()}
     changed = {r.id for r in new.rows if r.baseline != old.by_id[r.id].baseline}
@@ -51,13 +66,16 @@ def test_update_writes_clean_rows_with_provenance_and_prints_the_diff(suite):
             b.provenance.notes.startswith("replayed from ") and str(EXAMPLES) in b.provenance.notes
         )
         assert b.n_runs == 1 and b.tokens_per_s_per_gpu > 0 and 0 < b.mfu <= 1
+        assert len(b.runs) == 1 and b.runs[0].step_time_s == b.step_time_s
     assert new.by_id[INFRA_ROW].baseline == old.by_id[INFRA_ROW].baseline
     reg = new.by_id["pretrain-nemotron4_340b-h100-bf16-256gpu-tp8pp8"].baseline
     assert reg.provenance.job_ids == ("2071234",)  # parsed from the nemo_run log name
     assert reg.flops_convention == "llmb"  # like with like: the row's published convention
     out = "\n".join(result.outlines)
     assert "baselines updated in" in out
-    assert '-      "step_time_s": 4.36,' in out and '+      "step_time_s": 5.551,' in out
+    # a few lines per row: old -> new, runs, where it ran
+    assert "pretrain-nemotron4_340b-h100-bf16-256gpu-tp8pp8: 4.36 s -> 5.551 s (+27.3%)" in out
+    assert "lora-llama3_70b-h100-bf16-8gpu-tp2pp4vp20: new baseline" in out
     assert not list(suite.baselines_dir.glob(".*.tmp"))  # atomic writes leave no temp file
 
 
@@ -81,7 +99,7 @@ def test_update_waits_for_the_lock_and_keeps_a_concurrent_change(suite):
     t.start()
     held.wait()
     start = time.monotonic()
-    suite.run(*ARGS, "--update-baselines")
+    suite.run(*ARGS, "--update-baselines", "--accept-regressions")
     waited = time.monotonic() - start
     t.join()
     final = catalog.load_catalog(suite.baselines_dir)

@@ -103,8 +103,9 @@ def test_rule_asks_for_a_pair_while_inconclusive_and_says_why(real) -> None:
     assert comp.verdict == "INCONCLUSIVE" and comp.resolution > 0.03
     why = rule(runs)
     assert why == (
-        f"3 pair(s) INCONCLUSIVE: delta {comp.delta:+.2%}, resolution {comp.resolution:.1%} "
-        "> tolerance 3.0%"
+        f"3 pair(s) INCONCLUSIVE: delta {comp.delta:+.2%} [{comp.ci_low:+.1%}, "
+        f"{comp.ci_high:+.1%}] not yet told from tolerance, resolution "
+        f"{comp.resolution:.1%} > tolerance 3.0%"
     )
     assert rule(ab_runs(real, 0.0, 4)) is False  # 4 pairs resolve it (PASS)
     assert rule(ab_runs(real, 0.10, 3)) is False  # a 10% slowdown is decided at once

@@ -56,12 +56,25 @@ class Provenance:
 
 
 @dataclass(frozen=True)
+class BaselineRun:
+    """One run behind a baseline (`--update-baselines --repeat K` stores each of the K)."""
+
+    step_time_s: float  # steady median
+    rel_se: float | None = None  # within-run relative SE of that median
+    job_id: str | None = None
+    date: str | None = None  # ISO 8601, UTC
+    container: str | None = None
+    digest: str | None = None  # sha256 of the squashfs file, where known
+
+
+@dataclass(frozen=True)
 class Baseline:
     """The stored reference of a row: steady step time and what derives from it.
 
     step_time_spread_s is the standard deviation of the steady step time across the
     baseline's runs (None when only one run or a published number is known); n_runs is the
-    number of independent jobs behind step_time_s.
+    number of independent runs behind step_time_s; runs, when stored, is each of them (then
+    step_time_s is their geometric mean and the spread theirs).
     """
 
     step_time_s: float
@@ -74,6 +87,12 @@ class Baseline:
     mfu: float | None = None
     peak_memory_gib: float | None = None
     tolerance: float | None = None
+    runs: tuple[BaselineRun, ...] = ()
+
+    @property
+    def measured_here(self) -> bool:
+        """True when perfgate measured it (on this site), not a published or imported number."""
+        return self.provenance.source.startswith("perfgate")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 from perfgate import charset, hardware
 from perfgate.catalog import validate
-from perfgate.catalog.rows import Baseline, Provenance, Row
+from perfgate.catalog.rows import Baseline, BaselineRun, Provenance, Row
 from perfgate.errors import ConfigError
 
 # Key order in the JSON files (stable, so diffs stay small); the first nine are required.
@@ -59,7 +59,9 @@ BASELINE_KEYS = (
     "peak_memory_gib",
     "tolerance",
     "provenance",
+    "runs",
 )
+RUN_KEYS = ("step_time_s", "rel_se", "job_id", "date", "container", "digest")
 PROVENANCE_KEYS = (
     "source",
     "container",
@@ -184,6 +186,34 @@ def _provenance_from_dict(where: str, data: object) -> Provenance:
     )
 
 
+def _runs_from_list(where: str, data: object) -> tuple[BaselineRun, ...]:
+    if not isinstance(data, list):
+        raise _bad(where, "baseline.runs", "must be a list of run objects", data)
+    out = []
+    for i, item in enumerate(data):
+        name = f"baseline.runs[{i}]"
+        if not isinstance(item, dict):
+            raise _bad(where, name, "must be an object", item)
+        _unknown_keys(where, item, RUN_KEYS, name)
+        step = item.get("step_time_s")
+        if not _is_number(step) or not 0 < step < float("inf"):
+            raise _bad(where, f"{name}.step_time_s", "must be seconds > 0", step)
+        rel = item.get("rel_se")
+        if rel is not None and (not _is_number(rel) or not 0 <= rel < 1):
+            raise _bad(where, f"{name}.rel_se", "must be a fraction >= 0 or null", rel)
+        for key in RUN_KEYS[2:]:
+            if item.get(key) is not None and not isinstance(item[key], str):
+                raise _bad(where, f"{name}.{key}", "must be a string or null", item[key])
+        out.append(
+            BaselineRun(
+                step_time_s=float(step),
+                rel_se=None if rel is None else float(rel),
+                **{k: item.get(k) for k in RUN_KEYS[2:]},
+            )
+        )
+    return tuple(out)
+
+
 def baseline_from_dict(data: object, where: str = "<baseline>") -> Baseline:
     """Build a Baseline from its JSON object; a one-line error names the field and value."""
     if not isinstance(data, dict):
@@ -221,6 +251,7 @@ def baseline_from_dict(data: object, where: str = "<baseline>") -> Baseline:
         mfu=_opt_float(data.get("mfu")),
         peak_memory_gib=_opt_float(data.get("peak_memory_gib")),
         tolerance=_opt_float(data.get("tolerance")),
+        runs=_runs_from_list(where, data.get("runs", [])),
     )
     validate.validate_baseline(baseline, where)
     return baseline
@@ -297,7 +328,7 @@ def row_from_dict(
 def _baseline_to_dict(b: Baseline) -> dict[str, Any]:
     out: dict[str, Any] = {"step_time_s": b.step_time_s}
     defaults = {f.name: f.default for f in fields(Baseline)}
-    for name in BASELINE_KEYS[1:-1]:
+    for name in BASELINE_KEYS[1:-2]:
         value = getattr(b, name)
         if value != defaults[name]:
             out[name] = value
@@ -307,6 +338,10 @@ def _baseline_to_dict(b: Baseline) -> dict[str, Any]:
         if value:
             prov[name] = list(value) if isinstance(value, tuple) else value
     out["provenance"] = prov
+    if b.runs:
+        out["runs"] = [
+            {k: getattr(r, k) for k in RUN_KEYS if getattr(r, k) is not None} for r in b.runs
+        ]
     return out
 
 

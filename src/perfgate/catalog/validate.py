@@ -188,6 +188,8 @@ def validate_baseline(b: Baseline, where: str) -> None:
             raise _bad(where, f"baseline.{name}", "must be a positive finite number", value)
     if b.n_runs < 1:
         raise _bad(where, "baseline.n_runs", "must be at least 1", b.n_runs)
+    if b.runs and len(b.runs) != b.n_runs:
+        raise _bad(where, "baseline.n_runs", f"must equal the {len(b.runs)} stored runs", b.n_runs)
     if b.mfu is not None and not (0 < b.mfu <= 1):
         raise _bad(where, "baseline.mfu", "must be a fraction in (0, 1] (0.6582, not 65.82)", b.mfu)
     if b.tolerance is not None and not (0 < b.tolerance < 1):

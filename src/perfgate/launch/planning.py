@@ -136,7 +136,8 @@ def pair_launches(index: int, baseline: str | None, candidate: str | None) -> La
 
 
 def launches_for(options: LaunchOptions) -> Launches:
-    """Baseline only, or options.pairs counterbalanced baseline/candidate pairs (AB BA AB..)."""
+    """Baseline only (--repeat K times), or options.pairs counterbalanced baseline/candidate
+    pairs (AB BA AB..)."""
     if options.candidate_image:
         if not options.container_image:
             raise ConfigError("--candidate-image needs --container-image (the baseline image)")
@@ -148,7 +149,7 @@ def launches_for(options: LaunchOptions) -> Launches:
         for i in range(options.pairs):
             out += pair_launches(i, options.container_image, options.candidate_image)
         return out
-    return (("baseline", options.container_image),)
+    return (("baseline", options.container_image),) * max(1, options.repeat)
 
 
 def row_command(row: Row, options: LaunchOptions) -> tuple[tuple[str, ...] | None, dict]:
@@ -221,7 +222,7 @@ def context(row: Row, options: LaunchOptions, job_dir: Path, more_pairs=None) ->
     checks.job_path("perfgate source folder", src, pyxis)
     command, overrides = row_command(row, options)
     plain, secrets_ = job_env(row.env, options.env)
-    max_launches = 2 * options.max_pairs if options.candidate_image else 1
+    max_launches = 2 * options.max_pairs if options.candidate_image else max(1, options.repeat)
     return JobContext(
         row_id=row.id,
         row=row,

@@ -51,6 +51,7 @@ class LaunchOptions:
     # catch a 3% slowdown 98% of the time with 0.0% false alarms (~6 pairs on average);
     # 3..5 catch it 62% of the time.
     max_pairs: int = 8
+    repeat: int = 1  # --repeat K: K launches of the one image in the allocation (A/A)
     finetune_data: str | None = None
     mock_finetune_data: bool = False
     # How launches get their image (perfgate.launch.runtimes): "pyxis" (srun

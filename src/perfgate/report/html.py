@@ -21,7 +21,7 @@ STYLE = (
     ".perfgate-signoff td,.perfgate-signoff th{border:1px solid #ccc;padding:2px 6px;"
     "text-align:left}.pg-badge{padding:1px 6px;margin-right:4px;border-radius:3px;"
     "background:#eee}.pg-REGRESSION,.pg-INFRA{background:#f8d0d0}.pg-PASS{background:#d4f0d4}"
-    ".pg-INCONCLUSIVE,.pg-NO_BASELINE{background:#fbeecb}.pg-IMPROVEMENT{background:#d0e4f8}"
+    ".pg-INCONCLUSIVE,.pg-NO_BASELINE,.pg-SHIFT{background:#fbeecb}.pg-IMPROVEMENT{background:#d0e4f8}"
     "details.perfgate pre{white-space:pre-wrap;max-height:30em;overflow:auto}"
     ".perfgate-ab table{border-collapse:collapse;margin:4px 0}.perfgate-ab td,.perfgate-ab th"
     "{border:1px solid #ccc;padding:2px 6px;text-align:left}"

@@ -27,6 +27,14 @@ def properties(ev: Evaluation) -> list[tuple[str, Any]]:
             ("perfgate.delta", round(ev.comparison.delta, 5)),
             ("perfgate.tolerance", ev.comparison.tolerance),
         ]
+    step = (ev.history or {}).get("step")
+    if step is not None:
+        first = step.get("first_session") or {}
+        props += [
+            ("perfgate.history_step", round(step["delta"], 5)),
+            ("perfgate.history_step_verdict", step["verdict"]),
+            ("perfgate.history_step_since", first.get("started_at") or "this session"),
+        ]
     if ev.ab is not None:
         sides = ev.ab["sides"]
         props += [

@@ -24,7 +24,7 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-
 .pg-badge{padding:1px 6px;margin-right:4px;border-radius:3px;background:#eee}
 .pg-REGRESSION,.pg-INFRA,.verdict-REGRESSION,.verdict-INFRA{background:#f8d0d0}
 .pg-PASS,.verdict-PASS{background:#d4f0d4}
-.pg-INCONCLUSIVE,.pg-NO_BASELINE,.verdict-INCONCLUSIVE,.verdict-NO_BASELINE{background:#fbeecb}
+.pg-INCONCLUSIVE,.pg-NO_BASELINE,.pg-SHIFT,.verdict-INCONCLUSIVE,.verdict-NO_BASELINE,.verdict-SHIFT{background:#fbeecb}
 .pg-IMPROVEMENT,.verdict-IMPROVEMENT{background:#d0e4f8}
 pre{white-space:pre-wrap;max-height:30em;overflow:auto;background:#f7f7f7;padding:4px}
 section.row{margin:14px 0;border-top:1px solid #ddd;padding-top:6px}

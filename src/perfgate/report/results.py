@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from perfgate import atomic, catalog, inputs
-from perfgate.errors import ConfigError
+from perfgate.errors import ConfigError, PerfgateError
 from perfgate.launch.types import JobPlan
 from perfgate.secrets import redact
-from perfgate.stats import json_ready
+from perfgate.stats import json_ready, summarize_run
 from perfgate.verdicts import Evaluation
 
 SCHEMA = "perfgate.results/1"
@@ -102,6 +102,7 @@ def record(
         "description": description,
         "notes": list(ev.notes) if ev else [],
         "ab": ev.ab if ev else None,
+        "history": ev.history if ev else None,
     }
     if ev is None:
         return rec
@@ -232,21 +233,63 @@ def read(path: str | os.PathLike[str]) -> dict[str, Any]:
     return data
 
 
-def baseline_from_record(rec: dict[str, Any], row: catalog.Row) -> catalog.Baseline:
-    """The new Baseline of a row from its results.json record, with provenance.
+def _runs(
+    rec: dict[str, Any], window: Any, label: str, used: set[int] | None = None
+) -> tuple[list[catalog.BaselineRun], list[float]]:
+    """Each steady run of one label as a BaselineRun (step time, rel SE, job, date, image),
+    and the unrounded medians."""
+    job = rec.get("job") or {}
+    job_id = str(job["job_id"]) if job.get("job_id") else None
+    stamp = now()
+    out, medians = [], []
+    runs = [r for r in rec.get("runs") or () if (r.get("label") or "baseline") == label]
+    for i, (run, s) in enumerate(zip(runs, _summaries(runs, window), strict=True)):
+        if s is None or not s.steady or (used is not None and i not in used):
+            continue
+        out.append(
+            catalog.BaselineRun(
+                step_time_s=round(s.median_s, 6),
+                rel_se=round(s.rel_se, 6),
+                job_id=job_id,
+                date=stamp,
+                container=run.get("image"),
+                digest=run.get("image_digest"),
+            )
+        )
+        medians.append(s.median_s)
+    return out, medians
 
-    A/B records give the candidate's runs: pooled steady step time, spread across them, n_runs.
+
+def _summaries(runs: list[dict[str, Any]], window: Any) -> list[Any]:
+    out = []
+    for run in runs:
+        times = [t for _, t in run.get("steps") or ()]
+        try:
+            out.append(summarize_run(times, window) if times else None)
+        except PerfgateError:
+            out.append(None)
+    return out
+
+
+def baseline_from_record(
+    rec: dict[str, Any], row: catalog.Row, window: Any = "auto"
+) -> catalog.Baseline:
+    """The new Baseline of a row from its results.json record, with provenance and runs.
+
+    Each steady run is stored (--repeat K: K runs; A/B: the candidate's runs of the pairs
+    used); step_time_s is their geometric mean and the spread theirs.
     """
     m = rec["measured"]
     conv = rec.get("convention") or "nemo2"
     job = rec.get("job") or {}
     logs = job.get("log_paths") or []
     ab = rec.get("ab")
-    spread, n_runs, notes = None, 1, None
+    notes = None
     if rec.get("mode") == "paired" and ab:
         side = ab["sides"]["candidate"]
         image, versions = side["image"], dict(side["versions"])
-        step_time, spread, n_runs = side["step_time_s"], side["spread_s"], side["n_runs"]
+        used = {i for i, p in enumerate(ab.get("pairs") or ()) if p.get("used")}
+        runs, medians = _runs(rec, window, "candidate", used)
         source = "perfgate A/B run"
         comp = rec.get("comparison") or {}
         notes = (
@@ -255,11 +298,21 @@ def baseline_from_record(rec: dict[str, Any], row: catalog.Row) -> catalog.Basel
         )
     else:
         run = rec["runs"][-1] if rec.get("runs") else {}
-        image, versions, step_time = run.get("image"), run.get("versions") or {}, m["step_time_s"]
+        image, versions = run.get("image"), run.get("versions") or {}
+        runs, medians = _runs(rec, window, "baseline")
         source = "perfgate replay" if rec.get("source") == "replay" else "perfgate run"
         if source == "perfgate replay" and logs:
             notes = f"replayed from {logs[-1]}"
+    step_time, spread = m["step_time_s"], None
+    if runs:
+        logs_ = [math.log(x) for x in medians]
+        step_time = math.exp(math.fsum(logs_) / len(logs_))
+        if len(runs) >= 2:
+            mean = math.fsum(logs_) / len(logs_)
+            sd = math.sqrt(math.fsum((x - mean) ** 2 for x in logs_) / (len(logs_) - 1))
+            spread = step_time * sd
     versions = {k: str(v) for k, v in versions.items() if v is not None}
+    scale = m["step_time_s"] / step_time  # throughput figures follow the pooled step time
     return catalog.Baseline(
         step_time_s=round(step_time, 6),
         step_time_spread_s=round(spread, 6) if spread is not None else None,
@@ -272,11 +325,43 @@ def baseline_from_record(rec: dict[str, Any], row: catalog.Row) -> catalog.Basel
             versions=versions,
             notes=notes,
         ),
-        n_runs=n_runs,
-        tokens_per_s_per_gpu=round(m["tokens_per_s_per_gpu"], 1),
-        tflops_per_gpu=round(m["tflops_per_gpu"][conv], 1),
+        n_runs=max(1, len(runs)),
+        tokens_per_s_per_gpu=round(m["tokens_per_s_per_gpu"] * scale, 1),
+        tflops_per_gpu=round(m["tflops_per_gpu"][conv] * scale, 1),
         flops_convention=conv,
-        mfu=round(m["mfu"][conv], 4),
+        mfu=round(m["mfu"][conv] * scale, 4),
         peak_memory_gib=round(m["peak_memory_gib"], 2) if m.get("peak_memory_gib") else None,
         tolerance=row.baseline.tolerance if row.baseline is not None else None,
+        runs=tuple(runs),
     )
+
+
+def baseline_change(row_id: str, old: catalog.Baseline | None, new: catalog.Baseline) -> str:
+    """A few lines per row for --update-baselines: old -> new step time, runs, spread, image."""
+    head = f"{row_id}:"
+    if old is None:
+        head += f" new baseline {new.step_time_s:.4g} s"
+    else:
+        head += (
+            f" {old.step_time_s:.4g} s -> {new.step_time_s:.4g} s "
+            f"({new.step_time_s / old.step_time_s - 1:+.1%})"
+        )
+    spread = (
+        f", spread {new.step_time_spread_s / new.step_time_s:.2%}"
+        if new.step_time_spread_s is not None
+        else ""
+    )
+    lines = [head, f"    {new.n_runs} run{'s' if new.n_runs != 1 else ''}{spread}"]
+    if new.provenance.container or new.provenance.job_ids:
+        where = ", ".join(
+            x
+            for x in (
+                f"container {new.provenance.container}" if new.provenance.container else "",
+                f"job {', '.join(new.provenance.job_ids)}" if new.provenance.job_ids else "",
+            )
+            if x
+        )
+        lines.append(f"    {where}")
+    if old is not None and old.provenance.source != new.provenance.source:
+        lines.append(f"    was: {old.provenance.source}")
+    return "\n".join(lines)

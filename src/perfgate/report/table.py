@@ -12,17 +12,9 @@ from html import escape
 from typing import Any
 
 from perfgate.report import ab
+from perfgate.verdicts import VERDICTS
 
-VERDICT_ORDER = (
-    "REGRESSION",
-    "INFRA",
-    "INCONCLUSIVE",
-    "NO_BASELINE",
-    "IMPROVEMENT",
-    "PASS",
-    "SKIPPED",
-    "DRY_RUN",
-)
+VERDICT_ORDER = (*VERDICTS, "SKIPPED", "DRY_RUN")
 Record = dict[str, Any]
 
 

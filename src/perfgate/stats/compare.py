@@ -16,28 +16,35 @@ runs, N pairs, se_k the within-run SE of run k):
     paired:  se^2 = s_pair^2 / N              (d_i = log(candidate_i / baseline_i))
 
 s_run and s_pair pool what the runs themselves show with a prior, as the empirical-Bayes
-"moderated" variance (Smyth 2004): s^2 = (PRIOR_DF prior^2 + df_obs s_obs^2) /
-(PRIOR_DF + df_obs), with a t quantile on PRIOR_DF + df_obs degrees of freedom. Under this
-model an A/A difference is prior * t_(PRIOR_DF), so the prior is the maximum-likelihood
-scaled-t fit of real A/A pairs (calibration half): scale 1.6% per pair (1.1% per run),
-PRIOR_DF = 2, i.e. heavy tails. Pooling keeps 3 pairs usable (df 2 alone: t = 6.96 at 1%)
-while a noisy row's own spread still raises its SE. A side resting on a single run keeps
-the prior sigma and df: a lone launch's outlier risk shows in no observed spread. Callers
-that know a row's own noise (its past A/B gates) pass prior_sigma / prior_df.
+"moderated" variance (Smyth 2004): s^2 = (d0 prior^2 + df_obs s_obs^2) / (d0 + df_obs), with a
+t quantile on d0 + df_obs degrees of freedom. For a stored baseline, s_obs pools the baseline's
+own runs, the candidate runs and the row's history (its residuals within the segments between
+change points: perfgate.history), so a row with history gets its own resolution. One candidate
+run is judged by the predictive distribution of a new run: se^2 = s_run^2 (1 + 1/n_base), t on
+the pooled df (a lone run's outlier risk is in those tails). The prior (perfgate.stats.priors)
+is chosen per baseline by Noise.prior_for: the site's calibrated prior or "production" (0.45%
+per run on 11 df, fitted to 512-GPU B200 reruns) for a baseline perfgate measured,
+"megatron-ci" (the scaled-t fit of Megatron-LM CI A/A pairs: 1.1% per run, 1.6% per pair, 2
+df, heavy tails) for a published or imported number. A/B pairs keep the pair prior.
 
-Decision rule (tolerance = the largest acceptable slowdown; alpha = 1% one-sided):
-    resolution = exp(t_(1-alpha, df) * se) - 1, the slowdown told from noise at alpha;
-    lower, upper = the 1 - 2 alpha (98%) confidence bounds of delta.
-    If resolution <= tolerance (precise enough): REGRESSION if delta > tolerance,
-        IMPROVEMENT if delta < -tolerance, else PASS. False alarms at no change <= alpha.
-    Else (too noisy for this tolerance): REGRESSION only if lower > tolerance, IMPROVEMENT
-        only if upper < -tolerance, PASS if upper <= tolerance (the data exclude a slowdown
-        beyond tolerance), else INCONCLUSIVE, saying what resolution was reached and how
-        many runs or pairs would resolve the tolerance.
-A slowdown equal to the tolerance is flagged about half the time: to catch a slowdown X with
-95% probability, set tolerance <= X - 1.645 * se; Comparison.detectable is that X for the
-comparison at hand. The adaptive A/B loop (needs_more_pairs) uses sequential_alpha per look
-so that all its looks together keep false alarms <= alpha.
+Decision rule: guarded acceptance (ISO 14253-1, ASME B89.7.3.1), the conservative rule for a
+release gate (tolerance = the largest acceptable slowdown; alpha = 1% one-sided):
+    lower, upper = the 1 - 2 alpha (98%) confidence bounds of delta;
+    resolution = exp(t_(1-alpha, df) * se) - 1, the slowdown told from noise at alpha.
+    REGRESSION   lower > 0 (a real slowdown: false alarms at no change <= alpha) and
+                 upper > tolerance (within tolerance not shown);
+    IMPROVEMENT  symmetric: upper < 0 and lower < -tolerance;
+    PASS         upper <= tolerance (otherwise);
+    INCONCLUSIVE neither: lower <= 0 < tolerance < upper, saying how many runs or pairs
+                 would resolve the tolerance (2 q se <= log(1 + tolerance): then no change
+                 passes and a slowdown of the tolerance fails, each with probability >= 99%).
+REGRESSION fires above max(q se, log(1 + tol) - q se), so a slowdown equal to the tolerance
+is caught more than half the time (the point rule before it, "REGRESSION iff delta >
+tolerance" when precise, caught it half the time by symmetry, whatever the noise);
+Comparison.detectable is the slowdown caught 95% of the time. RULE = "point" keeps that old
+rule for scripts/evaluate_detector.py to compare. The adaptive A/B loop (needs_more_pairs)
+adds a pair while a verdict is INCONCLUSIVE or a REGRESSION whose lower bound is still within
+the tolerance, with sequential_alpha per look so that all looks keep false alarms <= alpha.
 Runs that never reached a steady state are left out and named in the reason; if a side has
 no steady run left the verdict is INCONCLUSIVE, never REGRESSION.
 """
@@ -51,6 +58,7 @@ from typing import Any
 
 from perfgate.catalog import Baseline
 from perfgate.errors import ConfigError, PerfgateError
+from perfgate.stats.priors import MEGATRON_CI, PRODUCTION, NoisePrior
 from perfgate.stats.rule import (
     Decision,
     check_alpha,
@@ -62,7 +70,7 @@ from perfgate.stats.rule import (
     pooled,
     smallest_n,
     sum_sq,
-    two_sided_se,
+    unpaired_se,
 )
 from perfgate.stats.run import RunSummary, Window, summarize_run
 
@@ -74,6 +82,9 @@ DEFAULT_RUN_TO_RUN_CV = 0.011
 # Sigma of log(candidate / baseline) for a pair launched back to back on the same nodes.
 DEFAULT_PAIR_CV = 0.016
 PRIOR_DF = 2.0  # weight of those priors in degrees of freedom; also their tail weight
+# The decision rule (perfgate.stats.rule.RULES): "guarded" acceptance; scripts/evaluate_detector.py
+# sets "point" (the rule before row histories) to compare the two.
+RULE = "guarded"
 
 
 @dataclass(frozen=True)
@@ -129,11 +140,19 @@ def json_ready(x: Any) -> Any:
 @dataclass(frozen=True)
 class Noise:
     """What a comparison assumes about noise its runs cannot show: the false-alarm rate and
-    the run-to-run prior (a cluster's own A/A measurements may replace the default one)."""
+    the run-to-run prior (perfgate.stats.priors).
+
+    run_cv/df (--noise-cv/--noise-df) win over everything. Else prior (--noise-prior) when
+    named; else ("auto") the site's calibrated prior, or the production prior, for a baseline
+    perfgate measured, and the megatron-ci prior for a published or imported number (measured
+    on another cluster: its offset is unknown, its tails heavy).
+    """
 
     alpha: float = ALPHA
-    run_cv: float | None = None  # sigma of log(step time) of one launch; None: the default
+    run_cv: float | None = None  # sigma of log(step time) of one launch; None: the prior's
     df: float | None = None  # the prior's weight in degrees of freedom; None: PRIOR_DF
+    prior: NoisePrior | None = None  # a named prior for every row; None: auto
+    site: NoisePrior | None = None  # the site's calibrated prior (perfgate calibrate), if any
 
     def __post_init__(self) -> None:
         if not 0 < self.alpha < 0.5:
@@ -143,12 +162,29 @@ class Noise:
         if self.df is not None and not self.df > 0:
             raise ConfigError(f"noise df {self.df}: must be positive")
 
-    def stored(self) -> dict[str, Any]:
+    def prior_for(self, baseline: Baseline | None) -> NoisePrior:
+        """The run-to-run prior a comparison with this baseline uses."""
+        if self.run_cv is not None:
+            return NoisePrior("--noise-cv", self.run_cv, self.df or PRIOR_DF)
+        if self.prior is not None:
+            return self.prior
+        if baseline is not None and baseline.measured_here:
+            return self.site or PRODUCTION
+        return MEGATRON_CI
+
+    def stored(self, baseline: Baseline | None = None) -> dict[str, Any]:
         """Keyword arguments of compare_to_baseline and unpaired compare_runs."""
-        return {"alpha": self.alpha, "prior_sigma": self.run_cv, "prior_df": self.df}
+        if baseline is None and self.run_cv is None and self.prior is None:
+            return {"alpha": self.alpha, "prior_sigma": None, "prior_df": self.df}
+        p = self.prior_for(baseline)
+        return {"alpha": self.alpha, "prior_sigma": p.sigma, "prior_df": p.df}
 
     def paired(self) -> dict[str, Any]:
-        """The pair prior (a pair's log ratio has two launches' noise) for paired compare_runs."""
+        """The pair prior (a pair's log ratio has two launches' noise) for paired compare_runs.
+
+        A/B pairs keep the A/A-pair fit (DEFAULT_PAIR_CV) unless --noise-cv says otherwise:
+        the named priors describe runs in separate jobs.
+        """
         sigma = None if self.run_cv is None else self.run_cv * math.sqrt(2)
         return {"prior_sigma": sigma, "prior_df": self.df}
 
@@ -170,11 +206,17 @@ def parse_window(text: str, option: str = "--window") -> Window:
 
 
 def needs_more_pairs(comparison: Comparison, max_pairs: int) -> bool:
-    """True when an A/B comparison is INCONCLUSIVE and one more pair is allowed."""
-    if comparison.mode != "paired":
+    """True when one more A/B pair is allowed and could change the verdict.
+
+    INCONCLUSIVE, or (guarded rule) a REGRESSION whose lower bound is within the tolerance:
+    "slower, not shown within tolerance" rather than "beyond it", which more pairs can tell.
+    """
+    if comparison.mode != "paired" or len(comparison.baseline) >= max_pairs:
         return False
-    pairs = len(comparison.baseline)
-    return comparison.verdict == "INCONCLUSIVE" and pairs < max_pairs
+    if comparison.verdict == "INCONCLUSIVE":
+        return True
+    soft = comparison.verdict == "REGRESSION" and comparison.ci_low <= comparison.tolerance
+    return RULE == "guarded" and soft
 
 
 def _check_prior(sigma: float | None, df: float | None, default: float) -> tuple[float, float]:
@@ -312,10 +354,12 @@ def _compare_paired(
     se = sigma / math.sqrt(n)
 
     def advice() -> str:
-        need = smallest_n(lambda k: sigma / math.sqrt(k), lambda k: prior[1] + k - 1, tol, alpha)
+        need = smallest_n(
+            lambda k: sigma / math.sqrt(k), lambda k: prior[1] + k - 1, tol, alpha, RULE
+        )
         return f"about {need or 'over 1000'} pairs (A/B runs on the same nodes) would resolve it"
 
-    dec = decide(mean(diffs), se, df, tol, alpha, advice)
+    dec = decide(mean(diffs), se, df, tol, alpha, advice, RULE)
     reason = f"{n} pair{'s' if n > 1 else ''}: {dec.reason}" + (
         f"; left out: {note}" if note else ""
     )
@@ -372,18 +416,15 @@ def _compare_unpaired(
         observed = math.sqrt(ss / df_obs)
     sigma, df = pooled(prior[0], prior[1], observed, df_obs)
     within = sum(r.rel_se**2 for r in c_ok) / k**2 + sum(r.rel_se**2 for r in b_ok) / m**2
-    se, df = two_sided_se(sigma, df, prior, k, m, within)
+    se = unpaired_se(sigma, k, m, within)
 
     def advice() -> str:
         need = smallest_n(
-            lambda j: two_sided_se(sigma, 0, prior, j, j, 0)[0],
-            lambda j: two_sided_se(sigma, prior[1] + 2 * j - 2, prior, j, j, 0)[1],
-            tol,
-            alpha,
+            lambda j: unpaired_se(sigma, j, j, 0), lambda j: prior[1] + 2 * j - 2, tol, alpha, RULE
         )
         return f"about {need or 'over 1000'} runs on each side, or A/B pairs, would resolve it"
 
-    dec = decide(mean(lc) - mean(lb), se, df, tol, alpha, advice)
+    dec = decide(mean(lc) - mean(lb), se, df, tol, alpha, advice, RULE)
     reason = f"{k} vs {m} runs: {dec.reason}" + (f"; left out: {note}" if note else "")
     return _result(
         dec,
@@ -400,6 +441,20 @@ def _compare_unpaired(
     )
 
 
+def baseline_noise(baseline: Baseline) -> tuple[float, float]:
+    """(sum of squares, df) of log step time that a baseline's own runs show about noise.
+
+    Its stored runs when it has them, else its spread over n_runs; (0, 0) for one run.
+    """
+    runs = [r.step_time_s for r in baseline.runs]
+    if len(runs) >= 2:
+        return sum_sq([math.log(x) for x in runs]), len(runs) - 1
+    n, spread, ref = baseline.n_runs, baseline.step_time_spread_s, baseline.step_time_s
+    if n >= 2 and spread is not None and math.isfinite(spread) and spread >= 0:
+        return (n - 1) * (spread / ref) ** 2, n - 1
+    return 0.0, 0
+
+
 def compare_to_baseline(
     candidate_runs: Sequence[Sequence[float]],
     baseline: Baseline,
@@ -409,12 +464,15 @@ def compare_to_baseline(
     alpha: float = ALPHA,
     prior_sigma: float | None = None,
     prior_df: float | None = None,
+    history: tuple[float, float] | None = None,
 ) -> Comparison:
     """Compare candidate runs with a stored baseline (mode "stored").
 
-    tolerance None -> baseline.tolerance -> DEFAULT_TOLERANCE. The baseline's spread over its
-    n_runs and the candidate runs' spread estimate the run-to-run sigma, pooled with the
-    prior (DEFAULT_RUN_TO_RUN_CV with PRIOR_DF, or prior_sigma/prior_df).
+    tolerance None -> baseline.tolerance -> DEFAULT_TOLERANCE. The run-to-run sigma pools
+    the prior (DEFAULT_RUN_TO_RUN_CV with PRIOR_DF, or prior_sigma/prior_df) with what the
+    baseline's runs, the candidate runs and the row's history (sum of squares, df: its
+    within-segment residuals, perfgate.history.noise) show; one candidate run is judged by
+    the predictive distribution of a new run, t on the pooled df.
     """
     prior = _check_prior(prior_sigma, prior_df, DEFAULT_RUN_TO_RUN_CV)
     if tolerance is None:
@@ -442,36 +500,38 @@ def compare_to_baseline(
         )
     lc = [math.log(r.median_s) for r in c_ok]
     k = len(lc)
-    ss, df_obs = 0.0, 0
-    spread = baseline.step_time_spread_s
-    if n_base >= 2 and spread is not None and math.isfinite(spread) and spread >= 0:
-        ss += (n_base - 1) * (spread / ref) ** 2
-        df_obs += n_base - 1
+    ss, df_obs = baseline_noise(baseline)
     if k >= 2:
         ss += sum_sq(lc)
         df_obs += k - 1
+    if history is not None and history[1] > 0:
+        ss += history[0]
+        df_obs += history[1]
     observed = math.sqrt(ss / df_obs) if df_obs else None
-    sigma, df_pool = pooled(prior[0], prior[1], observed, df_obs)
+    sigma, df = pooled(prior[0], prior[1], observed, df_obs)
     within = sum(r.rel_se**2 for r in c_ok) / k**2
-    se, df = two_sided_se(sigma, df_pool, prior, k, n_base, within)
+    se = unpaired_se(sigma, k, n_base, within)
 
     def advice() -> str:
-        df_base = df_pool - max(k - 1, 0)  # the df that j candidate runs would build on
+        # j more runs of the row stored with its baseline: n_base + j runs and j more df.
         need = smallest_n(
-            lambda j: two_sided_se(sigma, 0, prior, j, n_base, within * k / j)[0],
-            lambda j: two_sided_se(sigma, df_base + j - 1, prior, j, n_base, 0)[1],
+            lambda j: unpaired_se(sigma, k, n_base + j, within),
+            lambda j: df + j,
             tol,
             alpha,
+            RULE,
         )
         if need is None:
             return (
-                f"no number of candidate runs resolves it against a baseline of {n_base} "
-                f"run{'s' if n_base > 1 else ''}: use A/B pairs (--candidate-image) or store "
-                "a baseline from more runs"
+                f"no number of runs of this row resolves {tol:.0%} at its noise ({sigma:.1%} "
+                "per run): use A/B pairs (--candidate-image)"
             )
-        return f"about {need} candidate runs, or A/B pairs, would resolve it"
+        return (
+            f"{need} more run{'s' if need > 1 else ''} of this row resolve {tol:.0%} (a "
+            f"baseline of {n_base + need} runs: --update-baselines --repeat {n_base + need})"
+        )
 
-    dec = decide(mean(lc) - math.log(ref), se, df, tol, alpha, advice)
+    dec = decide(mean(lc) - math.log(ref), se, df, tol, alpha, advice, RULE)
     reason = (
         f"{k} run{'s' if k > 1 else ''} vs stored baseline ({n_base} run"
         f"{'s' if n_base > 1 else ''}): {dec.reason}" + (f"; left out: {note}" if note else "")

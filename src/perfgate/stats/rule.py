@@ -57,6 +57,9 @@ def pooled(
     return math.sqrt(var), prior_df + df_obs
 
 
+RULES = ("guarded", "point")  # the decision rule; "point" is the pre-history rule, kept to compare
+
+
 @dataclass(frozen=True)
 class Decision:
     """A verdict with its numbers, before it becomes a Comparison."""
@@ -71,12 +74,20 @@ class Decision:
 
 
 def decide(
-    d: float, se: float, df: float, tolerance: float, alpha: float, advice: Callable[[], str]
+    d: float,
+    se: float,
+    df: float,
+    tolerance: float,
+    alpha: float,
+    advice: Callable[[], str],
+    rule: str = "guarded",
 ) -> Decision:
     """Apply the decision rule to a log ratio d with standard error se (see perfgate.stats).
 
     advice() says how many runs or pairs would resolve the tolerance (for INCONCLUSIVE).
     """
+    if rule not in RULES:
+        raise ConfigError(f"decision rule {rule!r}: expected one of {', '.join(RULES)}")
     q = t_quantile(1 - alpha, df)
     delta = math.expm1(d)
     lo, hi = math.expm1(d - q * se), math.expm1(d + q * se)
@@ -84,16 +95,18 @@ def decide(
     tol = tolerance
     ci = f"{1 - 2 * alpha:.0%} CI {pct(lo)}..{pct(hi)}"
     about = f"resolution {res:.1%} at {alpha:.1%} false alarms, {ci}"
-
-    # REGRESSION fires above log1p(tol) (precise) or log1p(tol) + q se (noisy); a slowdown
-    # 1.645 se beyond that threshold is caught 95% of the time.
-    threshold = math.log1p(tol) + (0.0 if res <= tol else q * se)
+    if rule == "guarded":
+        # REGRESSION iff d - q se > 0 and d + q se > log1p(tol): the threshold is
+        # max(q se, log1p(tol) - q se); a slowdown 1.645 se beyond it is caught 95% of the time.
+        threshold = max(q * se, math.log1p(tol) - q * se)
+    else:  # point: above log1p(tol) (precise) or log1p(tol) + q se (noisy)
+        threshold = math.log1p(tol) + (0.0 if res <= tol else q * se)
     detectable = math.expm1(threshold + normal_quantile(0.95) * se)
 
     def verdict(name: str, why: str) -> Decision:
         return Decision(name, delta, lo, hi, res, f"{why} ({about})", detectable)
 
-    if res <= tol:
+    if rule == "point" and res <= tol:
         if delta > tol:
             return verdict("REGRESSION", f"delta {pct(delta)} > tolerance {tol:.0%}")
         if delta < -tol:
@@ -101,6 +114,20 @@ def decide(
                 "IMPROVEMENT", f"delta {pct(delta)} < -{tol:.0%}: faster, refresh the baseline"
             )
         return verdict("PASS", f"delta {pct(delta)} within tolerance {tol:.0%}")
+    if rule == "guarded" and lo > 0 and hi > tol:
+        if lo > tol:
+            why = f"delta {pct(delta)} > tolerance {tol:.0%} even at the lower bound"
+        else:
+            why = (
+                f"delta {pct(delta)}: slower (lower bound {pct(lo)} > 0) and not shown within "
+                f"tolerance {tol:.0%} (upper bound {pct(hi)})"
+            )
+        return verdict("REGRESSION", why)
+    if rule == "guarded" and hi < 0 and lo < -tol:
+        return verdict(
+            "IMPROVEMENT",
+            f"delta {pct(delta)}: faster (upper bound {pct(hi)}), refresh the baseline",
+        )
     if lo > tol:
         return verdict(
             "REGRESSION", f"delta {pct(delta)} > tolerance {tol:.0%} even at the lower bound"
@@ -115,37 +142,45 @@ def decide(
             "PASS", f"delta {pct(delta)}: upper bound {pct(hi)} within tolerance {tol:.0%}"
         )
     reason = (
-        f"resolution {res:.1%} > tolerance {tol:.0%}: delta {pct(delta)} ({ci}) cannot be "
-        f"told from run-to-run noise; {advice()}"
+        f"delta {pct(delta)} ({ci}) is neither shown within tolerance {tol:.0%} nor told from "
+        f"run-to-run noise (resolution {res:.1%}); {advice()}"
     )
     return Decision("INCONCLUSIVE", delta, lo, hi, res, reason, detectable)
 
 
-def two_sided_se(
-    sigma: float, df: float, prior: tuple[float, float], k: int, m: int, within: float
-) -> tuple[float, float]:
-    """SE and df of a difference of means of k and m separate runs.
+def unpaired_se(sigma: float, k: int, m: float, within: float) -> float:
+    """SE of a difference of means of k and m separate runs with per-run sigma.
 
-    Launch noise is heavy-tailed within a row too (outlier launches, weak-node days), not
-    only across rows: a side resting on a single run has an effect no observed spread can
-    vouch for, so its term keeps at least the prior sigma and the quantile the prior's df.
+    With k = 1 this is the predictive spread of one new run around the baseline: its outlier
+    risk is in the t tails of the learned df, not in a floor on sigma.
     """
-    lone = k == 1 or m == 1
-    s_k = max(sigma, prior[0]) if k == 1 else sigma
-    s_m = max(sigma, prior[0]) if m == 1 else sigma
-    return math.sqrt(s_k**2 / k + s_m**2 / m + within), (prior[1] if lone else df)
+    return math.sqrt(sigma**2 / k + sigma**2 / m + within)
+
+
+def resolved(se: float, df: float, tol: float, alpha: float, rule: str = "guarded") -> bool:
+    """True when a comparison with this se and df never ends INCONCLUSIVE at tolerance tol.
+
+    guarded: INCONCLUSIVE needs q se > log1p(tol) / 2 (then no change passes and a slowdown
+    of tol fails, each with probability >= 1 - alpha); point: resolution <= tol.
+    """
+    q_se = t_quantile(1 - alpha, df) * se
+    return 2 * q_se <= math.log1p(tol) if rule == "guarded" else math.expm1(q_se) <= tol
 
 
 def smallest_n(
-    se_of: Callable[[int], float], df_of: Callable[[int], float], tol: float, alpha: float
+    se_of: Callable[[int], float],
+    df_of: Callable[[int], float],
+    tol: float,
+    alpha: float,
+    rule: str = "guarded",
 ) -> int | None:
-    """Smallest count n (up to 1000) whose predicted resolution is within tol, else None.
+    """Smallest count n (up to 1000) whose predicted comparison resolves tol, else None.
 
     The predicted resolution falls as n grows (smaller SE, more df), so bisect.
     """
 
     def ok(n: int) -> bool:
-        return math.expm1(t_quantile(1 - alpha, df_of(n)) * se_of(n)) <= tol
+        return resolved(se_of(n), df_of(n), tol, alpha, rule)
 
     if not ok(1000):
         return None

@@ -11,12 +11,14 @@ import pytest
 
 from perfgate.catalog import EXECUTORS, RUNTIMES
 from perfgate.launch.types import LaunchOptions
+from perfgate.stats.priors import CHOICES
 from perfgate.suite.preflight import DEFAULT_MAX_GPU_HOURS
 
 
 def addoption(parser: pytest.Parser) -> None:
     """Register every option under the "perfgate" group."""
     g = parser.getgroup("perfgate", "perfgate: NeMo training performance gate")
+    parser.addini("perfgate_history", "path of the sqlite history (default beside baselines)")
     env = os.environ
     g.addoption(
         "--gpus",
@@ -170,6 +172,16 @@ def addoption(parser: pytest.Parser) -> None:
         help="false-alarm rate of a REGRESSION verdict at no change (default 0.01)",
     )
     g.addoption(
+        "--noise-prior",
+        choices=CHOICES,
+        default="auto",
+        help="run-to-run noise prior: auto (default: the site's calibrated prior "
+        "baselines/noise-prior.json if present, else production, for baselines perfgate "
+        "measured; megatron-ci for published numbers), production (512-GPU B200 reruns: "
+        "0.45%% per run, 11 df), megatron-ci (small-model CI: 1.1%%, 2 df), site "
+        "(perfgate calibrate's file)",
+    )
+    g.addoption(
         "--noise-cv",
         type=float,
         default=None,
@@ -237,7 +249,36 @@ def addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="after the run, write the measured values of cleanly run rows into "
-        "baselines/*.json (atomic, locked) and print the diff",
+        "baselines/*.json (atomic, locked) and print a few lines per row; REGRESSION and "
+        "INFRA rows and replayed example logs are refused without --accept-regressions",
+    )
+    g.addoption(
+        "--accept-regressions",
+        action="store_true",
+        default=False,
+        help="--update-baselines also stores REGRESSION rows and replayed logs (never INFRA)",
+    )
+    g.addoption(
+        "--repeat",
+        metavar="K",
+        type=int,
+        default=None,
+        help="launch each row K times in one allocation (an A/A gate); the verdict pools the "
+        "K runs and --update-baselines stores each run's summary",
+    )
+    g.addoption(
+        "--history",
+        metavar="PATH",
+        default=None,
+        help="the sqlite history of every session (default: ini perfgate_history, else "
+        "<baselines-dir>/history.sqlite; 'off': none); trends, noise and change points "
+        "come from it",
+    )
+    g.addoption(
+        "--store-replay",
+        action="store_true",
+        default=False,
+        help="also store replayed sessions in the history (never examples/replay)",
     )
     g.addoption(
         "--dry-run",

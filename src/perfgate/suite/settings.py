@@ -16,9 +16,11 @@ import pytest
 
 from perfgate import inputs, stats
 from perfgate.errors import ConfigError
+from perfgate.history.store import DEFAULT_NAME
 from perfgate.launch import checks
 from perfgate.launch.types import LaunchOptions
 from perfgate.secrets import is_secret
+from perfgate.stats import priors
 from perfgate.suite.preflight import DEFAULT_MAX_GPU_HOURS
 from perfgate.workload.overrides import parse_overrides
 
@@ -38,6 +40,9 @@ class Settings:
     strict: bool = False
     resume: bool = False
     update_baselines: bool = False
+    accept_regressions: bool = False
+    history: Path | None = None  # the sqlite history; None: off
+    store_replay: bool = False
     dry_run: bool = False
     replay: Path | None = None
     all_rows: bool = False  # consent to the whole catalog without a selection
@@ -103,12 +108,38 @@ def parse_window(text: str) -> Any:
     return window
 
 
-def _noise(alpha: float | None, cv: float | None, df: float | None) -> stats.Noise:
-    """--alpha, --noise-cv and --noise-df as the comparisons' noise assumptions."""
+def _noise(
+    alpha: float | None, cv: float | None, df: float | None, prior: str, baselines: Path
+) -> stats.Noise:
+    """--alpha, --noise-cv, --noise-df and --noise-prior as the comparisons' assumptions.
+
+    The site's prior is baselines/noise-prior.json (perfgate calibrate), used by auto when
+    present and required by --noise-prior site.
+    """
+    site_file = baselines / priors.SITE_FILE
+    site = priors.read_prior(site_file) if site_file.exists() or prior == "site" else None
+    named = None if prior == "auto" else priors.named_prior(prior, site_file)
     try:
-        return stats.Noise(alpha=stats.ALPHA if alpha is None else alpha, run_cv=cv, df=df)
+        return stats.Noise(
+            alpha=stats.ALPHA if alpha is None else alpha, run_cv=cv, df=df, prior=named, site=site
+        )
     except ConfigError as e:
         raise ConfigError(f"--alpha/--noise-cv/--noise-df: {e}") from None
+
+
+def history_path(config: pytest.Config, baselines: Path) -> Path | None:
+    """--history, else the perfgate_history ini key, else <baselines>/history.sqlite; off: None."""
+    value = config.getoption("history") or config.getini("perfgate_history") or None
+    if value is None:
+        return baselines / DEFAULT_NAME
+    if str(value).strip().lower() == "off":
+        return None
+    path = Path(value)
+    if not path.is_absolute():
+        path = Path(config.rootpath) / path
+    if path.is_dir():
+        raise ConfigError(f"--history {value}: a folder; give the file, e.g. {path / DEFAULT_NAME}")
+    return path
 
 
 def strict_mode(config: pytest.Config) -> bool:
@@ -186,6 +217,15 @@ def settings_from_config(config: pytest.Config) -> Settings:
     rootdir = Path(config.rootpath)
     baselines = Path(opt("baselines_dir")) if opt("baselines_dir") else rootdir / "baselines"
     results_dir = Path(opt("results_dir"))
+    repeat = opt("repeat")
+    if repeat is not None and repeat < 1:
+        raise ConfigError(f"--repeat {repeat}: must be at least 1")
+    if repeat and repeat > 1 and opt("candidate_image"):
+        raise ConfigError(
+            f"--repeat {repeat} runs one image K times; --candidate-image runs A/B pairs: pick one"
+        )
+    if opt("accept_regressions") and not opt("update_baselines"):
+        raise ConfigError("--accept-regressions only means something with --update-baselines")
     launch = LaunchOptions(
         executor=opt("executor"),
         partition=opt("partition"),
@@ -209,6 +249,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
         finetune_data=opt("finetune_data"),
         mock_finetune_data=opt("mock_finetune_data"),
         poll_interval_s=opt("poll_interval"),
+        repeat=repeat or 1,
     )
     checks.options(launch)  # before any row: one line naming the option, not one per row
     return Settings(
@@ -218,11 +259,14 @@ def settings_from_config(config: pytest.Config) -> Settings:
         gpus=opt("gpus"),
         window=parse_window(opt("window")),
         tolerance=tol,
-        noise=_noise(opt("alpha"), opt("noise_cv"), opt("noise_df")),
+        noise=_noise(opt("alpha"), opt("noise_cv"), opt("noise_df"), opt("noise_prior"), baselines),
         steps=steps,
         strict=strict_mode(config),
         resume=opt("resume"),
         update_baselines=opt("update_baselines"),
+        accept_regressions=opt("accept_regressions"),
+        history=history_path(config, baselines),
+        store_replay=opt("store_replay"),
         dry_run=opt("dry_run"),
         replay=Path(replay) if replay is not None else None,
         all_rows=opt("all_rows"),
@@ -256,6 +300,7 @@ def run_args(config: pytest.Config) -> list[str]:
         ("alpha", "--alpha"),
         ("noise_cv", "--noise-cv"),
         ("noise_df", "--noise-df"),
+        ("repeat", "--repeat"),
         ("finetune_data", "--finetune-data"),
         ("baselines_dir", "--baselines-dir"),
         ("replay", "--replay"),
@@ -277,6 +322,8 @@ def run_args(config: pytest.Config) -> list[str]:
     ):
         for value in opt(name):
             args += [flag, value]
+    if opt("noise_prior") != "auto":
+        args += ["--noise-prior", opt("noise_prior")]
     if opt("mock_finetune_data"):
         args.append("--mock-finetune-data")
     if opt("dry_run"):

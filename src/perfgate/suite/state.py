@@ -13,6 +13,7 @@ hooks; this module uses pytest for skip/fail/usage errors only.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from perfgate.report import dryrun, results, table
 from perfgate.report.environment import environment
 from perfgate.suite import preflight, replay
 from perfgate.suite.live import LiveRunner, say
+from perfgate.suite.recording import HistoryRecorder, is_example_replay
 from perfgate.suite.settings import Settings, repro_command
 from perfgate.verdicts import Evaluation
 from perfgate.verdicts.paired import evaluate_ab
@@ -32,7 +34,7 @@ from perfgate.workload import validate
 from perfgate.workload.describe import describe
 
 ITEM = pytest.StashKey[dict]()  # per test: evaluation, plan, recipe text, skip reason
-CLEAN = ("PASS", "REGRESSION", "IMPROVEMENT", "INCONCLUSIVE", "NO_BASELINE")
+CLEAN = tuple(v for v in verdicts.VERDICTS if v != verdicts.INFRA)  # a measurement to store
 DRY_RUN = "DRY_RUN"
 
 
@@ -50,6 +52,10 @@ class PerfgateState:
         self.results: results.ResultsFile | None = None
         self.update_diff: str | None = None
         self.update_error: str | None = None
+        self.refused: list[str] = []  # rows --update-baselines would not store, and why
+        self.recorder = HistoryRecorder(
+            settings, Path(config.rootpath), self.is_worker, config.invocation_params.args
+        )
 
     # --- catalog --------------------------------------------------------------------------
 
@@ -206,7 +212,13 @@ class PerfgateState:
                     noise=s.noise,
                 )
         return verdicts.evaluate(
-            row, result, source=s.mode, window=s.window, tolerance=s.tolerance, noise=s.noise
+            row,
+            result,
+            source=s.mode,
+            window=s.window,
+            tolerance=s.tolerance,
+            noise=s.noise,
+            history=self.recorder.points(row.id),
         )
 
     def _dry_run(self, row: Row, info: dict[str, Any]) -> Evaluation:
@@ -251,6 +263,7 @@ class PerfgateState:
             path = self.settings.results_dir / "results.json"
             self.results = results.ResultsFile(path, self.session_info())
         self.results.add(rec)
+        self.recorder.add(rec)
         if self.settings.mode == "live":
             say(self.config, f"perfgate: {rec['row_id']} done: {rec['verdict']}")
 
@@ -262,6 +275,7 @@ class PerfgateState:
                 say(self.config, f"perfgate: cancelled job(s) of rows that never ran: {left}")
         if self.is_worker:
             return
+        self.recorder.finish()
         if self.settings.update_baselines:
             self.update_baselines()
         if self.results is not None:
@@ -278,6 +292,11 @@ class PerfgateState:
                 tr.write_line(line)
         if self.results is not None:
             tr.write_line(f"results: {self.results.path}")
+        rec = self.recorder
+        if rec.error:
+            tr.write_line(f"history: {rec.error}", yellow=True)
+        elif rec.session_id is not None:
+            tr.write_line(f"history: session {rec.session_id} in {self.settings.history}")
         if self.settings.update_baselines:
             if self.update_error:
                 tr.write_line(f"baselines NOT updated: {self.update_error}", red=True)
@@ -286,24 +305,48 @@ class PerfgateState:
                 tr.write_line(self.update_diff.rstrip("\n"))
             else:
                 tr.write_line("baselines: nothing to update (no row ran cleanly)")
+            for line in self.refused:
+                tr.write_line(f"baseline NOT stored: {line}", yellow=True)
 
     # --- baselines update --------------------------------------------------------------------
 
     def update_baselines(self) -> None:
-        """Write measured values of cleanly run rows into baselines/*.json; keep the diff."""
+        """Write measured values of cleanly run rows into baselines/*.json; keep a per-row
+        summary. REGRESSION rows and replayed example logs only with --accept-regressions;
+        INFRA rows never (nothing was measured)."""
+        s = self.settings
         updates: dict[str, catalog.Baseline] = {}
+        example = s.mode == "replay" and is_example_replay(s.replay)
         for rec in self.records.values():
-            if rec.get("verdict") in CLEAN and rec.get("measured"):
-                updates[rec["row_id"]] = results.baseline_from_record(
-                    rec, self.catalog.by_id[rec["row_id"]]
-                )
+            verdict = rec.get("verdict")
+            if verdict not in CLEAN or not rec.get("measured"):
+                continue
+            why = None
+            if verdict == verdicts.REGRESSION and not s.accept_regressions:
+                why = "REGRESSION (store it anyway with --accept-regressions)"
+            elif example and not s.accept_regressions:
+                why = "replayed example logs (examples/replay) are not measurements"
+            if why:
+                self.refused.append(f"{rec['row_id']}: {why}")
+                continue
+            row = self.catalog.by_id[rec["row_id"]]
+            updates[rec["row_id"]] = results.baseline_from_record(rec, row, s.window)
         if not updates:
             self.update_diff = ""
             return
         try:
-            self.update_diff = catalog.update_baselines(self.settings.baselines_dir, updates)
+            changed = catalog.update_baselines(s.baselines_dir, updates)
         except PerfgateError as e:
             self.update_error = str(e)
+            return
+        self.update_diff = (
+            "\n".join(
+                results.baseline_change(rid, self.catalog.by_id[rid].baseline, new)
+                for rid, new in updates.items()
+            )
+            if changed
+            else ""
+        )
 
 
 def _skip_text(report: pytest.TestReport) -> str:

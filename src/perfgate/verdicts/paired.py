@@ -22,11 +22,11 @@ from perfgate.verdicts.pairs_rule import BASELINE, CANDIDATE
 from perfgate.verdicts.single import (
     IMPROVEMENT,
     Evaluation,
-    Measured,
     convention_of,
     infra,
     mode_label,
-    throughput,
+    pooled,
+    pooled_measured,
     tolerance_of,
 )
 
@@ -237,44 +237,6 @@ def pair_table(
 # --- pooled numbers, drift, message -----------------------------------------------------------
 
 
-def pooled(summaries: Sequence[RunSummary]) -> dict[str, Any]:
-    """A side's steady step time over its runs: geometric mean, spread (SD, s), n_runs."""
-    logs = [math.log(s.median_s) for s in summaries]
-    gm = math.exp(math.fsum(logs) / len(logs))
-    spread = None
-    if len(logs) >= 2:
-        m = math.fsum(logs) / len(logs)
-        spread = gm * math.sqrt(math.fsum((x - m) ** 2 for x in logs) / (len(logs) - 1))
-    return {"step_time_s": gm, "spread_s": spread, "n_runs": len(logs)}
-
-
-def pooled_measured(
-    row: Row, summaries: Sequence[RunSummary], runs: Sequence[RunRecord]
-) -> Measured:
-    """The candidate's numbers for the row: pooled step time, its SE across runs, throughput."""
-    p = pooled(summaries)
-    k = p["n_runs"]
-    # Between runs (launch-to-launch noise included) when there are several, else within one.
-    se = p["spread_s"] / math.sqrt(k) if p["spread_s"] is not None else summaries[0].se_s
-    tokens, tflops, mfu, peak = throughput(row, p["step_time_s"])
-    memory = [s.mem_peak_gib for r in runs if r.series for s in r.series.steps if s.mem_peak_gib]
-    return Measured(
-        step_time_s=p["step_time_s"],
-        se_s=se,
-        cv=math.fsum(s.cv for s in summaries) / k,
-        n_steps=sum(s.n_steps for s in summaries),
-        n_steady=sum(s.n_steady for s in summaries),
-        window=(min(s.window_start for s in summaries), max(s.window_end for s in summaries)),
-        window_method=f"{summaries[0].window_method} per run",
-        spike_fraction=math.fsum(s.spike_fraction for s in summaries) / k,
-        tokens_per_s_per_gpu=tokens,
-        tflops_per_gpu=tflops,
-        mfu=mfu,
-        peak_tflops=peak,
-        peak_memory_gib=max(memory) if memory else None,
-    )
-
-
 def _drift_side(comp: stats.Comparison) -> dict[str, Any]:
     return {
         "delta": comp.delta,
@@ -299,7 +261,7 @@ def drift(
     out: dict[str, Any] = {"stored_step_time_s": row.baseline.step_time_s}
     for side, summaries in ((BASELINE, base), (CANDIDATE, cand)):
         comp = stats.compare_to_baseline(
-            list(summaries), row.baseline, tolerance, window, **noise.stored()
+            list(summaries), row.baseline, tolerance, window, **noise.stored(row.baseline)
         )
         out[side] = _drift_side(comp)
     return out

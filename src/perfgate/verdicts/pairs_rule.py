@@ -5,9 +5,10 @@
 Each row gets one allocation whose job runs the workload with the baseline image (A) and the
 candidate image (B) alternately, counterbalanced AB BA AB .., each launch with its own warm-up.
 Pair i's delta is log(B_i / A_i) of the steady median step times; the verdict is
-perfgate.stats.compare_runs(paired=True). While it is INCONCLUSIVE after N pairs the job adds
-one pair, up to M, so the rule looks at N, N+1, .. M pairs: each look uses the per-look alpha
-of stats.sequential_alpha(ALPHA, N, M), which keeps false alarms over all looks at ALPHA. The
+perfgate.stats.compare_runs(paired=True). While it is INCONCLUSIVE (or a REGRESSION whose
+lower bound is still within the tolerance) after N pairs the job adds one pair, up to M, so
+the rule looks at N, N+1, .. M pairs: each look uses the per-look alpha of
+stats.sequential_alpha(ALPHA, N, M), which keeps false alarms over all looks at ALPHA. The
 same functions run inside the job (PairsRule, the job's more_pairs callback), in the plugin's
 verdict (perfgate.verdicts.paired) and in scripts/evaluate_detector.py, so the simulated detection
 rates are those of the gate.
@@ -53,7 +54,8 @@ def judge(
 
 
 def wants_another_pair(comparison: Comparison, max_pairs: int) -> bool:
-    """One more pair: the comparison is INCONCLUSIVE, below max_pairs, and it has a usable pair.
+    """One more pair: the verdict could still change (stats.needs_more_pairs: INCONCLUSIVE, or
+    a REGRESSION not yet beyond the tolerance), below max_pairs, and it has a usable pair.
 
     With no pair steady on both sides the runs, not the noise, are the problem (too few
     steps, a diverging run): more pairs would burn the allocation for nothing.
@@ -74,7 +76,7 @@ def split_pairs(runs: Sequence[Any]) -> tuple[list[Any], list[Any]]:
 
 @dataclass(frozen=True)
 class PairsRule:
-    """The job's more_pairs callback: one more pair while the paired verdict is INCONCLUSIVE.
+    """The job's more_pairs callback: one more pair while the paired verdict is not firm.
 
     Pickled into the job and called there with the RunRecords so far; returns why it wants
     another pair (a str, for the job's notes), or False.
@@ -103,6 +105,7 @@ class PairsRule:
         if not wants_another_pair(comp, self.max_pairs):
             return False
         return (
-            f"{len(base)} pair(s) INCONCLUSIVE: delta {comp.delta:+.2%}, resolution "
+            f"{len(base)} pair(s) {comp.verdict}: delta {comp.delta:+.2%} "
+            f"[{comp.ci_low:+.1%}, {comp.ci_high:+.1%}] not yet told from tolerance, resolution "
             f"{comp.resolution:.1%} > tolerance {comp.tolerance:.1%}"
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,14 +18,20 @@ import pytest
 from perfgate import flops, stats
 from perfgate.catalog import Baseline, Row
 from perfgate.errors import PerfgateError
+from perfgate.history import trend
 from perfgate.logs import StepSeries
 from perfgate.runs import Diagnosis, RunRecord, RunResult
 from perfgate.secrets import redact
+from perfgate.stats import RunSummary
+from perfgate.verdicts import nightly
 
-# What the plugin can say about a row, beyond the comparison verdicts of perfgate.stats.
+# What the plugin can say about a row, beyond the comparison verdicts of perfgate.stats; the
+# report, results.json, JUnit and the terminal take their verdict names from here.
 PASS, REGRESSION, IMPROVEMENT, INCONCLUSIVE = "PASS", "REGRESSION", "IMPROVEMENT", "INCONCLUSIVE"
 NO_BASELINE, INFRA = "NO_BASELINE", "INFRA"
-VERDICTS = (REGRESSION, INFRA, INCONCLUSIVE, NO_BASELINE, IMPROVEMENT, PASS)
+SHIFT = trend.SHIFT  # a persistent step in the row's history, real but within tolerance
+VERDICTS = (REGRESSION, INFRA, SHIFT, INCONCLUSIVE, NO_BASELINE, IMPROVEMENT, PASS)
+WARN = (SHIFT, INCONCLUSIVE, NO_BASELINE)  # pass with a warning; --strict fails them
 DEFAULT_TOLERANCE = stats.DEFAULT_TOLERANCE  # when neither the row nor --tolerance sets one
 CONVENTIONS = ("nemo2", "megatron")
 
@@ -72,6 +79,9 @@ class Evaluation:
     # A/B mode: both containers side by side, each pair, the stored-baseline drift
     # (JSON-ready; perfgate.verdicts.paired builds it, results.json keeps it as "ab").
     ab: dict[str, Any] | None = None
+    # The row's history behind the verdict: noise learned, change points, a step the baseline
+    # missed (JSON-ready; perfgate.verdicts.nightly builds it, results.json keeps it).
+    history: dict[str, Any] | None = None
 
     @property
     def delta(self) -> float | None:
@@ -190,8 +200,13 @@ def evaluate(
     tolerance: float | None = None,
     convention: str | None = None,
     noise: stats.Noise = stats.DEFAULT_NOISE,
+    history: Sequence[trend.Point] = (),
 ) -> Evaluation:
-    """Judge one row from its RunResult: INFRA, NO_BASELINE or the comparison's verdict."""
+    """Judge one row from its RunResult: INFRA, NO_BASELINE or the comparison's verdict.
+
+    Every run of the job counts (--repeat K: K runs); history holds the row's earlier runs
+    (perfgate.history): its noise and a persistent step the baseline missed (verdicts.nightly).
+    """
     notes = tuple(result.notes)  # e.g. after a requeue: only the last attempt was measured
     tol = tolerance_of(row, tolerance)
     common = {"tolerance": tol, "convention": convention_of(row, convention), "notes": notes}
@@ -217,6 +232,12 @@ def evaluate(
             series=series,
             **common,
         )
+    every = [r.series for r in result.runs if r.series is not None and r.series.valid]
+    every = [x for x in every if x.steps]
+    if len(every) > 1:  # --repeat K: the row's numbers pool its steady runs
+        summaries = [stats.summarize_run(x.step_times, window) for x in every]
+        steady = [x for x in summaries if x.steady]
+        measured = pooled_measured(row, steady, result.runs)
     base = row.baseline
     if base is None:
         return Evaluation(
@@ -232,34 +253,84 @@ def evaluate(
             series=series,
             **common,
         )
-    comp = stats.compare_to_baseline(
-        [series.step_times], base, tolerance=tol, window=window, **noise.stored()
-    )
+    judged = nightly.judge(row, base, [x.step_times for x in every], tol, window, noise, history)
+    comp = judged.comparison
+    message = verdict_line(row, comp, measured, base, judged.verdict, judged.mode)
+    if judged.note:
+        message += f"; {judged.note}"
     return Evaluation(
         row=row,
-        verdict=comp.verdict,
-        message=verdict_line(row, comp, measured, base),
+        verdict=judged.verdict,
+        message=message,
         source=source,
+        mode=judged.mode,
         measured=measured,
         comparison=comp,
         result=result,
         series=series,
+        history=judged.history,
         **common,
     )
 
 
-def verdict_line(row: Row, comp: stats.Comparison, measured: Measured, base: Baseline) -> str:
+def pooled(summaries: Sequence[RunSummary]) -> dict[str, Any]:
+    """A side's steady step time over its runs: geometric mean, spread (SD, s), n_runs."""
+    logs = [math.log(s.median_s) for s in summaries]
+    gm = math.exp(math.fsum(logs) / len(logs))
+    spread = None
+    if len(logs) >= 2:
+        m = math.fsum(logs) / len(logs)
+        spread = gm * math.sqrt(math.fsum((x - m) ** 2 for x in logs) / (len(logs) - 1))
+    return {"step_time_s": gm, "spread_s": spread, "n_runs": len(logs)}
+
+
+def pooled_measured(
+    row: Row, summaries: Sequence[RunSummary], runs: Sequence[RunRecord]
+) -> Measured:
+    """The candidate's numbers for the row: pooled step time, its SE across runs, throughput."""
+    p = pooled(summaries)
+    k = p["n_runs"]
+    # Between runs (launch-to-launch noise included) when there are several, else within one.
+    se = p["spread_s"] / math.sqrt(k) if p["spread_s"] is not None else summaries[0].se_s
+    tokens, tflops, mfu, peak = throughput(row, p["step_time_s"])
+    memory = [s.mem_peak_gib for r in runs if r.series for s in r.series.steps if s.mem_peak_gib]
+    return Measured(
+        step_time_s=p["step_time_s"],
+        se_s=se,
+        cv=math.fsum(s.cv for s in summaries) / k,
+        n_steps=sum(s.n_steps for s in summaries),
+        n_steady=sum(s.n_steady for s in summaries),
+        window=(min(s.window_start for s in summaries), max(s.window_end for s in summaries)),
+        window_method=f"{summaries[0].window_method} per run",
+        spike_fraction=math.fsum(s.spike_fraction for s in summaries) / k,
+        tokens_per_s_per_gpu=tokens,
+        tflops_per_gpu=tflops,
+        mfu=mfu,
+        peak_tflops=peak,
+        peak_memory_gib=max(memory) if memory else None,
+    )
+
+
+def verdict_line(
+    row: Row,
+    comp: stats.Comparison,
+    measured: Measured,
+    base: Baseline,
+    verdict: str | None = None,
+    mode: str | None = None,
+) -> str:
     """One line: row, metric, measured vs baseline, delta (with its interval), tolerance."""
+    verdict = verdict or comp.verdict
     ci = ""
     if math.isfinite(comp.ci_low) and math.isfinite(comp.ci_high):
         ci = f" [{comp.ci_low:+.1%}, {comp.ci_high:+.1%}]"
     refresh = ""
-    if comp.verdict == IMPROVEMENT:
+    if verdict == IMPROVEMENT:
         refresh = "; baseline refresh advised (--update-baselines)"
     return (
-        f"{row.id}: {comp.verdict}: step time {measured.step_time_s:.4g} s"
+        f"{row.id}: {verdict}: step time {measured.step_time_s:.4g} s"
         f" vs baseline {base.step_time_s:.4g} s, delta {comp.delta:+.2%}{ci},"
-        f" tolerance {comp.tolerance:.1%} ({mode_label(comp.mode)}){refresh}"
+        f" tolerance {comp.tolerance:.1%} ({mode_label(mode or comp.mode)}){refresh}"
     )
 
 
@@ -269,6 +340,7 @@ def mode_label(mode: str) -> str:
         "stored": "one run vs stored baseline",
         "runs": "runs vs runs",
         "paired": "A/B pairs in one allocation",
+        "history": "persistent step in the row's history",
     }.get(mode, mode)
 
 
@@ -276,7 +348,7 @@ def assert_verdict(ev: Evaluation, strict: bool = False) -> None:
     """Turn an evaluation into the test's outcome (INFRA never reaches here: it is an error)."""
     if ev.verdict == REGRESSION:
         pytest.fail(ev.message, pytrace=False)
-    if ev.verdict in (INCONCLUSIVE, NO_BASELINE):
+    if ev.verdict in WARN:
         if strict:
             pytest.fail(f"{ev.message} (--strict)", pytrace=False)
         warnings.warn(PerfgateWarning(ev.message), stacklevel=2)

@@ -1,0 +1,124 @@
+"""`perfgate history` and `perfgate calibrate`: a row's trend, the site's noise prior."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from perfgate.catalog import Baseline, load_catalog
+from perfgate.errors import ConfigError
+from perfgate.history import calibrate
+from perfgate.history.store import DEFAULT_NAME, HistoryStore
+from perfgate.report import trend
+from perfgate.stats import DEFAULT_TOLERANCE
+from perfgate.stats.priors import SITE_FILE
+
+
+def _json(data: dict[str, Any], _: bool = True) -> None:
+    print(json.dumps(data, indent=2, allow_nan=False, default=str))
+
+
+def _where(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--history", metavar="PATH", help="default: <baselines-dir>/history.sqlite")
+    p.add_argument("--baselines-dir", metavar="DIR", default="baselines")
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Register `perfgate history` and `perfgate calibrate`."""
+    p = sub.add_parser(
+        "history",
+        help="a row's trend across sessions, with change points",
+        description="Print a row's runs across sessions (date, session, job, container, step "
+        "time, delta vs its baseline, verdict) with change points marked; --plot writes the "
+        "trend as SVG or HTML. --forget SESSION leaves a session out of trends and noise.",
+    )
+    p.add_argument("row", nargs="?", help="row id (omit to list the rows with history)")
+    _where(p)
+    p.add_argument("--plot", metavar="OUT", help="write the trend plot: OUT.svg or OUT.html")
+    p.add_argument("--forget", metavar="SESSION", type=int, help="exclude this session")
+    p.add_argument("--reason", default="forgotten by hand", help="why (with --forget)")
+    p.add_argument("--json", action="store_true", help="print the runs as JSON")
+    p.set_defaults(func=_history)
+    p = sub.add_parser(
+        "calibrate",
+        help="fit the site's noise prior to its history",
+        description="Fit the run-to-run noise prior (sigma, df) to every row's history "
+        "(residuals within the segments between change points) and write it as JSON; the "
+        "suite uses <baselines-dir>/noise-prior.json when present.",
+    )
+    _where(p)
+    p.add_argument("--rows", default="*", metavar="GLOB", help="row ids to use (default all)")
+    p.add_argument("--out", metavar="JSON", help="default: <baselines-dir>/noise-prior.json")
+    p.add_argument("--json", action="store_true", help="print the prior as JSON")
+    p.set_defaults(func=_calibrate)
+
+
+def _store(args: argparse.Namespace) -> HistoryStore:
+    path = Path(args.history) if args.history else Path(args.baselines_dir) / DEFAULT_NAME
+    if not path.exists():
+        raise ConfigError(f"{path}: no history yet (sessions write it; see --history)")
+    return HistoryStore(path)
+
+
+def _baseline_of(args: argparse.Namespace, row_id: str) -> Baseline | None:
+    try:
+        return load_catalog(args.baselines_dir).get(row_id).baseline
+    except ConfigError:
+        return None
+
+
+def _history(args: argparse.Namespace) -> int:
+    store = _store(args)
+    if args.forget is not None:
+        store.forget(args.forget, args.reason)
+        print(f"session {args.forget} is left out of trends and noise ({args.reason})")
+        return 0
+    if not args.row:
+        for rid in store.row_ids():
+            print(rid)
+        return 0
+    runs = store.runs(args.row)
+    base = _baseline_of(args, args.row)
+    ref = base.step_time_s if base else None
+    if args.json:
+        _json({"row_id": args.row, "baseline_step_time_s": ref, "runs": runs}, True)
+    else:
+        for line in trend.trend_lines(args.row, runs, ref):
+            print(line)
+    if args.plot:
+        tol = base.tolerance if base and base.tolerance else DEFAULT_TOLERANCE
+        if args.plot.endswith(".html"):
+            text = trend.trend_html(args.row, runs, ref, tol)
+        elif args.plot.endswith(".svg"):
+            text = trend.trend_svg(args.row, runs, ref, tol)
+        else:
+            raise ConfigError(f"--plot {args.plot}: expected a .svg or .html file name")
+        Path(args.plot).write_text(text, encoding="utf-8")
+        if not args.json:
+            print(f"wrote {args.plot}")
+    return 0
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    prior, rows = calibrate.calibrate(_store(args), args.rows)
+    out = args.out or str(Path(args.baselines_dir) / SITE_FILE)
+    calibrate.write_prior(prior, out)
+    if args.json:
+        _json({**prior.to_dict(), "out": out}, True)
+        return 0
+    lo, hi = prior.sigma_ci or (math.nan, math.nan)
+    print(
+        f"site prior: sigma {prior.sigma:.3%} per run (95% CI {lo:.3%}..{hi:.3%}), df "
+        f"{prior.df:g} (maximum likelihood {prior.df_ml:g}, capped at the data's "
+        f"{prior.data_df:g}), from {prior.n_groups} rows"
+    )
+    for r in rows:
+        print(
+            f"  {r.row_id}: {r.n_runs} runs, {r.change_points} change point(s), sigma "
+            f"{r.sigma:.3%} on {r.df} df"
+        )
+    print(f"wrote {out}")
+    return 0

@@ -1,0 +1,92 @@
+"""A row's results.json record -> the runs the history store keeps (one per launch).
+
+Each launch's steady median and within-run SE come from its own per-step times (the same
+summary the verdict used); tokens/s/GPU and MFU scale from the row's measured numbers by
+step time (both are inversely proportional to it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from perfgate import stats
+from perfgate.errors import PerfgateError
+from perfgate.history.store import Run
+
+
+def record_mode(rec: dict[str, Any]) -> str:
+    """stored (one run vs its baseline), repeat (K runs of one image) or paired (A/B)."""
+    if rec.get("mode") == "paired":
+        return "paired"
+    return "repeat" if len(rec.get("runs") or ()) > 1 else "stored"
+
+
+def summaries(rec: dict[str, Any], window: stats.Window = "auto") -> list[stats.RunSummary | None]:
+    """Each run's steady-state summary (None for a run with too few steps to summarize)."""
+    out: list[stats.RunSummary | None] = []
+    for run in rec.get("runs") or ():
+        times = [t for _, t in run.get("steps") or ()]
+        try:
+            out.append(stats.summarize_run(times, window) if times else None)
+        except PerfgateError:  # a broken run is stored as not steady
+            out.append(None)
+    return out
+
+
+def runs_from_record(rec: dict[str, Any], window: stats.Window = "auto") -> list[Run]:
+    """The store's runs of one row's record; an INFRA row keeps its cause on every run."""
+    job = rec.get("job") or {}
+    measured = rec.get("measured") or {}
+    conv = rec.get("convention") or "nemo2"
+    cause = (rec.get("diagnosis") or {}).get("cause")
+    comparison = rec.get("comparison") or {}
+    mode = record_mode(rec)
+    runs = rec.get("runs") or ()
+    out = []
+    for i, (run, s) in enumerate(zip(runs, summaries(rec, window), strict=True)):
+        steady = s is not None and s.steady and cause is None
+        step = s.median_s if s is not None and s.steady else None
+        scale = (measured.get("step_time_s") / step) if step and measured else None
+        tokens = measured.get("tokens_per_s_per_gpu")
+        mfu = (measured.get("mfu") or {}).get(conv)
+        out.append(
+            Run(
+                row_id=rec["row_id"],
+                mode=mode,
+                label=run.get("label") or "baseline",
+                launch=i + 1,
+                steady=steady,
+                step_time_s=step,
+                rel_se=s.rel_se if s is not None and s.steady else None,
+                n_steady=s.n_steady if s is not None else None,
+                job_id=_job_id(job),
+                attempt=job.get("attempts"),
+                tokens_per_s_per_gpu=tokens * scale if tokens and scale else None,
+                mfu=mfu * scale if mfu and scale else None,
+                nodes=tuple(job.get("nodes") or ()),
+                image=run.get("image"),
+                image_digest=run.get("image_digest"),
+                versions={k: str(v) for k, v in (run.get("versions") or {}).items()},
+                verdict=rec.get("verdict"),
+                cause=cause,
+                delta=comparison.get("delta") if mode != "paired" else None,
+            )
+        )
+    if not out and cause is not None:  # a job that never started a launch: keep its cause
+        out.append(Run(rec["row_id"], mode, "baseline", 1, False, job_id=_job_id(job), cause=cause))
+    return out
+
+
+def images_of(records: Sequence[dict[str, Any]]) -> list[str]:
+    """The distinct images of these records' runs, in order of appearance."""
+    seen: dict[str, None] = {}
+    for rec in records:
+        for run in rec.get("runs") or ():
+            if run.get("image"):
+                seen[run["image"]] = None
+    return list(seen)
+
+
+def _job_id(job: dict[str, Any]) -> str | None:
+    return str(job["job_id"]) if job.get("job_id") else None

@@ -1,0 +1,157 @@
+"""One run (or K) against the stored baseline, with what the row's history knows.
+
+The nightly mode: the row's noise is learned from its baseline's runs and its history
+(perfgate.history.trend: residuals within the segments between change points), moderated by
+the prior (stats.Noise.prior_for), so a row with history gets its own resolution. Then the
+history, tonight included, is searched for a persistent step the baseline has not absorbed:
+
+    tonight REGRESSION                          -> REGRESSION (mode "stored")
+    else a step judged REGRESSION               -> REGRESSION (mode "history"): single nights
+                                                   were within noise, together they are not
+    else a step judged SHIFT                    -> SHIFT: real, within tolerance; passes with a
+                                                   warning, --strict fails it
+    else                                        -> tonight's verdict
+
+The step names the first session after the change (its date, job, container, versions).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from perfgate import stats
+from perfgate.catalog import Baseline, Row
+from perfgate.history import trend
+
+REGRESSION, PASS, INCONCLUSIVE = "REGRESSION", "PASS", "INCONCLUSIVE"
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The verdict of a row judged with its history, and the numbers behind it."""
+
+    verdict: str
+    mode: str  # "stored" or "history"
+    comparison: stats.Comparison
+    history: dict[str, Any] | None
+    note: str = ""
+
+
+def stored_at(base: Baseline) -> str | None:
+    """When the baseline was stored: its last run's timestamp, else its provenance date."""
+    dates = [r.date for r in base.runs if r.date]
+    return max(dates) if dates else base.provenance.date
+
+
+def first_after(points: Sequence[trend.Point], base: Baseline) -> int:
+    """Index of the first history point from a session after the baseline was stored.
+
+    A published or imported baseline predates every session here: 0.
+    """
+    stamp = stored_at(base)
+    if not base.measured_here or not stamp:
+        return 0
+    for i, p in enumerate(points):
+        later = p.started_at > stamp if len(stamp) > 10 else p.started_at[:10] >= stamp
+        if later:
+            return i
+    return len(points)
+
+
+def judge(
+    row: Row,
+    base: Baseline,
+    runs: Sequence[Sequence[float]],
+    tolerance: float,
+    window: stats.Window,
+    noise: stats.Noise,
+    points: Sequence[trend.Point] = (),
+) -> Judged:
+    """The row's verdict from its runs tonight, its baseline and its history points."""
+    prior = noise.prior_for(base)
+    xs = trend.logs_of(points)
+    base_jobs = {r.job_id for r in base.runs if r.job_id}
+    skip = [p.job_id in base_jobs for p in points]  # the baseline's own runs count once
+    tonight = _steady_logs(runs, window)
+    all_xs = xs + tonight
+    cps = trend.change_points(all_xs)  # located with tonight; the noise is history's own
+    h_ss, h_df, _ = trend.noise(xs, skip, cps)
+    comp = stats.compare_to_baseline(
+        list(runs),
+        base,
+        tolerance=tolerance,
+        window=window,
+        alpha=noise.alpha,
+        prior_sigma=prior.sigma,
+        prior_df=prior.df,
+        history=(h_ss, h_df),
+    )
+    info: dict[str, Any] = {
+        "n_runs": len(points),
+        "prior": {"name": prior.name, "sigma": prior.sigma, "df": prior.df},
+        "noise_df": h_df,
+        "sigma": comp.sigma,
+        "df": comp.df,
+        "change_points": [],
+        "step": None,
+    }
+    if not tonight:
+        return Judged(comp.verdict, "stored", comp, info)
+    info["change_points"] = [
+        {"index": c.index, "p_value": c.p_value, "session_id": _point(points, c.index)} for c in cps
+    ]
+    step = trend.last_step(
+        all_xs,
+        cps,
+        baseline_log=math.log(base.step_time_s),
+        n_baseline=max(1, base.n_runs),
+        after=first_after(points, base),
+        sigma=comp.sigma,
+        df=comp.df,
+        tolerance=tolerance,
+        alpha=noise.alpha,
+    )
+    if step is None:
+        return Judged(comp.verdict, "stored", comp, info)
+    first = points[step.index] if step.index < len(points) else None
+    step = trend.Step(**{**step.__dict__, "first": first})
+    info["step"] = step.to_dict()
+    where = _first_session_text(first)
+    note = f"{step.reason}; first session after the change: {where}"
+    if comp.verdict == REGRESSION:
+        return Judged(REGRESSION, "stored", comp, info, note)
+    if step.verdict == REGRESSION:
+        return Judged(REGRESSION, "history", comp, info, note)
+    if step.verdict == trend.SHIFT and comp.verdict in (PASS, INCONCLUSIVE):
+        return Judged(trend.SHIFT, "history", comp, info, note)
+    return Judged(comp.verdict, "stored", comp, info)
+
+
+def _steady_logs(runs: Sequence[Sequence[float]], window: stats.Window) -> list[float]:
+    out = []
+    for steps in runs:
+        s = stats.summarize_run(list(steps), window)
+        if s.steady:
+            out.append(math.log(s.median_s))
+    return out
+
+
+def _point(points: Sequence[trend.Point], index: int) -> int | None:
+    return points[index].session_id if index < len(points) else None
+
+
+def _first_session_text(p: trend.Point | None) -> str:
+    if p is None:
+        return "this session"
+    versions = ", ".join(f"{k} {v}" for k, v in list(p.versions.items())[:3])
+    parts = [f"session {p.session_id} ({p.started_at[:10]})"]
+    if p.job_id:
+        parts.append(f"job {p.job_id}")
+    if p.container:
+        parts.append(f"container {p.container}")
+    if versions:
+        parts.append(versions)
+    return ", ".join(parts)
