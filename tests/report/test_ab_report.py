@@ -99,7 +99,7 @@ def test_ab_block_is_escaped_and_highlights_what_changed():
     assert "sha256:" + "b" * 64 + " (sha256 of the squashfs file; with podman, its image" in text
     changed = re.findall(r'<tr class="pg-changed"><td>([^<]+)</td>', html)
     assert changed == ["Digest", "NeMo", "NCCL"]  # PyTorch is the same on both sides
-    assert "<td>2</td><td>BA</td><td>3-4</td><td>1 s</td><td>1.08 s</td><td>+8.00%</td>" in html
+    assert "<td>2</td><td>BA</td><td>3-4</td><td>1 s</td><td>1.08 s</td><td>+8.0%</td>" in html
     assert "Paired estimate: Δ step time +8.0" in text and "3 of 3 pairs used" in text
     assert re.search(r"Drift vs the stored baseline 1 s: baseline image [+-]0\.\d%", text)
 

@@ -75,6 +75,7 @@ td.col-result.pg-red{color:#c62828;background:none}
 td.col-result.pg-amber{color:#a15c00;background:none}
 td.col-result.pg-blue{color:#0b3d91;background:none}
 td.col-result.pg-green{color:#2e7d32;background:none}
+td.col-result.pg-grey{color:#555;background:none}
 #results-table tbody:has(td.col-verdict.pg-red)>tr.collapsible>td:first-child{
  border-left:6px solid #c62828}
 #results-table tbody:has(td.col-verdict.pg-amber)>tr.collapsible>td:first-child{

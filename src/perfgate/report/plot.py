@@ -106,7 +106,7 @@ def step_time_svg(
         f'<rect x="0" y="0" width="{W}" height="{height}" fill="white"/>',
         f'<text x="{LEFT}" y="17" font-size="14" font-weight="bold">{escape(title)}</text>',
     ]
-    off_scale: list[str] = []
+    off_scale: list[tuple[int, float]] = []
     if window is not None:
         a, b = sx(window[0]), sx(window[1])
         out.append(
@@ -147,7 +147,7 @@ def step_time_svg(
                     f'font-size="10" text-anchor="middle">{mark}'
                     f"<title>step {i}: {fmt.seconds(s)}</title></text>"
                 )
-                off_scale.append(f"step {i} {fmt.seconds(s)}")
+                off_scale.append((i, s))
     # axes and ticks
     out.append(f'<path d="M{LEFT},{TOP} V{TOP + ph} H{LEFT + pw}" fill="none" stroke="#444"/>')
     for v in _nice_ticks(lo, hi):
@@ -169,8 +169,7 @@ def step_time_svg(
         f'transform="rotate(-90 14 {TOP + ph / 2:.0f})">step time (s)</text>'
     )
     if off_scale:  # in the margin above the plot, right-aligned: never over a marker
-        more = f" and {len(off_scale) - 4} more" if len(off_scale) > 4 else ""
-        note = f"off the scale (▲▼): {', '.join(off_scale[:4])}{more}"
+        note = _off_scale_note(off_scale)
         out.append(
             f'<text class="off-scale" x="{W - RIGHT}" y="{TOP - 8}" text-anchor="end" '
             f'fill="#555">{escape(note)}</text>'
@@ -178,6 +177,18 @@ def step_time_svg(
     out.append(legend)
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _off_scale_note(points: list[tuple[int, float]]) -> str:
+    """The values of the points off the scale: each when few, else their span and extreme."""
+    if len(points) <= 4:
+        return "off the scale (▲▼): " + ", ".join(f"step {i} {fmt.seconds(s)}" for i, s in points)
+    steps = sorted({i for i, _ in points})
+    i, s = max(points, key=lambda p: p[1])
+    return (
+        f"off the scale (▲▼): {len(points)} points, steps {steps[0]}-{steps[-1]}, "
+        f"highest {fmt.seconds(s)} (step {i})"
+    )
 
 
 def _legend(traces, window, baseline_s, tolerance, median_s, top: float) -> tuple[str, int]:

@@ -83,7 +83,7 @@ def containers_text(records: Sequence[Record], session: dict[str, Any]) -> str:
     """What was compared with what: the measured containers and where the baselines come from."""
     if ab.signoff_summary(records):
         return ab.signoff_summary(records)
-    judged = [r for r in records if r.get("verdict") not in ("SKIPPED", "DRY_RUN")]
+    judged = [r for r in records if r.get("verdict") != "SKIPPED"]
     if not judged:
         return "Nothing was measured."
     replayed = " (replayed logs)" if session.get("mode") == "replay" else ""
@@ -92,6 +92,8 @@ def containers_text(records: Sequence[Record], session: dict[str, Any]) -> str:
     opts = session.get("options") or {}
     if opts.get("container_image") and set(measured) == {none}:
         measured = Counter({f"{opts['container_image']} (requested)": len(judged)})
+    if session.get("mode") == "dry-run":
+        measured = Counter({"nothing (dry run)": len(judged)})
     bases = Counter(
         (r.get("baseline") or {}).get("container") or "container not recorded"
         for r in judged
