@@ -71,3 +71,10 @@ def test_same_tag_or_unknown_image_is_not_flagged_unless_the_notes_say_so():
     assert provenance.cross_version(_rec("nvcr.io/nvidia/nemo:24.12", None)) is None
     note = "cross-version reference: published for nemo:24.12, the row runs nemo:25.07"
     assert provenance.cross_version(_rec("nvcr.io/nvidia/nemo:24.12", None, note)) == note
+
+
+def test_a_step_time_derived_from_published_throughput_says_so():
+    rec = _rec("nvcr.io/nvidia/nemo:26.04.01", None, "step_time_s derived from tokens/s/GPU: ...")
+    assert provenance.provenance_text(rec).startswith(
+        "Baseline 9.118 s (derived from the published tokens/s/GPU) from llmb"
+    )

@@ -52,13 +52,20 @@ def cross_version(rec: dict[str, Any]) -> str | None:
     return None
 
 
+def derived(base: dict[str, Any]) -> bool:
+    """True when the stored step time was computed from a published throughput (the notes
+    of such baselines say "step_time_s derived from tokens/s")."""
+    return "step_time_s derived from tokens/s" in str(base.get("notes") or "")
+
+
 def provenance_text(rec: dict[str, Any]) -> str:
     """One line: the baseline's value, source, container, date and notes (plain text)."""
     base = rec.get("baseline") or {}
     if not base:
         return "No stored baseline for this row."
     step = base.get("step_time_s")
-    parts = [f"Baseline {fmt.seconds(step)} from {base.get('source') or 'unknown'}"]
+    how = " (derived from the published tokens/s/GPU)" if derived(base) else ""
+    parts = [f"Baseline {fmt.seconds(step)}{how} from {base.get('source') or 'unknown'}"]
     if base.get("container"):
         parts.append(f"container {base['container']}")
     if base.get("framework_version"):
