@@ -15,6 +15,7 @@ from typing import Any
 from perfgate.report import provenance, table
 from perfgate.report.ab import ab_html
 from perfgate.report.plot import svg_for_record
+from perfgate.report.trend import trend_svg
 
 
 def _html(content: str) -> dict[str, Any]:
@@ -104,6 +105,10 @@ def detail_html(rec: dict[str, Any]) -> str:
             parts.append(f'<p class="pg-prov">{escape(text)}</p>')
     if any(run.get("steps") for run in rec.get("runs", [])):
         parts.append(f'<div class="pg-plot">{svg_for_record(rec)}</div>')
+    if rec.get("trend"):  # the row's history, tonight included, with its change points
+        base = rec.get("baseline") or {}
+        svg = trend_svg(rec["row_id"], rec["trend"], base.get("step_time_s"), rec.get("tolerance"))
+        parts.append(f'<div class="pg-plot pg-trend">{svg}</div>')
     if ab_html(rec):
         parts.append(ab_html(rec))
     comp = rec.get("comparison") or {}

@@ -23,6 +23,7 @@ AXIS = 40  # below the plot area: tick labels and the axis title
 LEGEND_ROW = 18
 CHAR_W = 7.2  # a generous average glyph width of 12px sans-serif: labels never run over
 FONT = 12
+MARK_COLOR = "#d62728"
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
 
 
@@ -34,6 +35,17 @@ class Trace:
     points: Sequence[tuple[int, float]]
     color: str | None = None  # None: the next of COLORS
     legend: bool = True  # False: same label and color as an earlier trace (A/B runs)
+    dots: bool = False  # a marker at each point (a history: one point per run)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A vertical line at an x value (a change point in a history), named in the legend."""
+
+    x: float
+    label: str  # the legend's text
+    tag: str  # the short name written above the plot, at the line
+    title: str = ""  # the hover text
 
 
 def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -75,8 +87,11 @@ def step_time_svg(
     median_s: float | None = None,
     baseline_s: float | None = None,
     tolerance: float | None = None,
+    x_label: str = "step (0-based)",
+    marks: Sequence[Mark] = (),
 ) -> str:
-    """The SVG document (text) of the step-time plot."""
+    """The SVG document (text) of the step-time plot (a history's trend: one point per run,
+    x_label naming the runs, marks at its change points)."""
     pts = [p for t in traces for p in t.points]
     if not pts:
         return _empty(title)
@@ -91,7 +106,9 @@ def step_time_svg(
     x0 = min(i for i, _ in pts)
     x1 = max(max(i for i, _ in pts), x0 + 1)
     pw, ph = W - LEFT - RIGHT, PH
-    legend, legend_h = _legend(traces, window, baseline_s, tolerance, median_s, TOP + ph + AXIS)
+    legend, legend_h = _legend(
+        traces, window, baseline_s, tolerance, median_s, TOP + ph + AXIS, marks
+    )
     height = TOP + ph + AXIS + legend_h + 6
 
     def sx(i: float) -> float:
@@ -138,6 +155,12 @@ def step_time_svg(
             f'<polyline class="steps" points="{line}" fill="none" stroke="{color}" '
             'stroke-width="1.2"/>'
         )
+        if t.dots:
+            out += [
+                f'<circle class="run" cx="{sx(i):.1f}" cy="{sy(s):.1f}" r="3.5" fill="{color}">'
+                f"<title>{escape(t.label)} {i}: {fmt.seconds(s)}</title></circle>"
+                for i, s in t.points
+            ]
         for i, s in t.points:
             if s > hi or s < lo:
                 y = TOP + 5 if s > hi else TOP + ph - 1
@@ -164,7 +187,7 @@ def step_time_svg(
         )
     out.append(
         f'<text x="{LEFT + pw / 2:.0f}" y="{TOP + ph + 30}" text-anchor="middle">'
-        "step (0-based)</text>"
+        f"{escape(x_label)}</text>"
         f'<text x="14" y="{TOP + ph / 2:.0f}" text-anchor="middle" '
         f'transform="rotate(-90 14 {TOP + ph / 2:.0f})">step time (s)</text>'
     )
@@ -173,6 +196,14 @@ def step_time_svg(
         out.append(
             f'<text class="off-scale" x="{W - RIGHT}" y="{TOP - 8}" text-anchor="end" '
             f'fill="#555">{escape(note)}</text>'
+        )
+    for m in marks:  # the line in the plot, its short tag in the margin above
+        x = sx(m.x)
+        out.append(
+            f'<line class="change-point" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{TOP + ph}" '
+            f'stroke="{MARK_COLOR}" stroke-dasharray="5 3" stroke-width="1.5"/>'
+            f'<text class="mark-tag" x="{x:.1f}" y="{TOP - 8}" text-anchor="middle" '
+            f'fill="{MARK_COLOR}">{escape(m.tag)}<title>{escape(m.title)}</title></text>'
         )
     out.append(legend)
     out.append("</svg>")
@@ -191,7 +222,9 @@ def _off_scale_note(points: list[tuple[int, float]]) -> str:
     )
 
 
-def _legend(traces, window, baseline_s, tolerance, median_s, top: float) -> tuple[str, int]:
+def _legend(
+    traces, window, baseline_s, tolerance, median_s, top: float, marks: Sequence[Mark] = ()
+) -> tuple[str, int]:
     """Legend entries under the x axis (never over the data), wrapped by the length of their
     labels; returns the SVG and the height it takes."""
     items = [
@@ -204,6 +237,7 @@ def _legend(traces, window, baseline_s, tolerance, median_s, top: float) -> tupl
     if baseline_s is not None:
         band = f" ± {fmt.pct(tolerance)}" if tolerance is not None else ""
         items.append(("#ff7f0e", f"baseline {fmt.seconds(baseline_s)}{band}"))
+    items += [(MARK_COLOR, f"{m.tag}: {m.label}") for m in marks]
     parts = []
     x, y = LEFT, top + LEGEND_ROW - 4
     for color, label in items:

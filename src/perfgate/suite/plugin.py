@@ -134,7 +134,8 @@ def perfgate_strict(request: pytest.FixtureRequest) -> bool:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
-    """Attach the row's results.json record and the pytest-html extras to its final report."""
+    """Attach the row's results.json record to its final report (its pytest-html extras are
+    added on the controller once the record is complete: see SessionHooks)."""
     report = yield
     row = selection.row_of(item)
     if row is None or report.when == "teardown":
@@ -144,7 +145,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
         return report
     rec = item.config.stash[STATE].record(item, row, report)
     report.perfgate = rec
-    report.extras = [*getattr(report, "extras", []), *extras.extras_for(rec)]
     return report
 
 
@@ -156,10 +156,12 @@ class SessionHooks:
         self.xdist_checked = False
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """On the controller: keep the record and rewrite results.json as each row finishes."""
+        """On the controller: keep the record and rewrite results.json as each row finishes;
+        then the row's pytest-html extras (pytest-html reads them at the test's teardown)."""
         rec = getattr(report, "perfgate", None)
         if rec is not None and not self.state.is_worker:
             self.state.add_record(rec)
+            report.extras = [*getattr(report, "extras", []), *extras.extras_for(rec)]
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:

@@ -23,7 +23,7 @@ import pytest
 from perfgate import catalog, launch, verdicts
 from perfgate.catalog import Row
 from perfgate.errors import PerfgateError
-from perfgate.report import dryrun, results, signoff, table
+from perfgate.report import dryrun, results, signoff, table, trend
 from perfgate.report.environment import environment
 from perfgate.secrets import redact
 from perfgate.suite import preflight, replay
@@ -277,13 +277,16 @@ class PerfgateState:
         return rec
 
     def add_record(self, rec: dict[str, Any]) -> None:
-        """On the controller: keep the record and rewrite results.json with it."""
+        """On the controller: keep the record (with the row's history trend, tonight included,
+        when the history has one) and rewrite results.json with it."""
         self.records[rec["row_id"]] = rec
         if self.results is None:
             path = self.settings.results_dir / "results.json"
             self.results = results.ResultsFile(path, self.session_info())
-        self.results.add(rec)
         self.recorder.add(rec)
+        if rec.get("verdict") not in ("SKIPPED", DRY_RUN):
+            rec["trend"] = trend.trend_record(self.recorder.runs(rec["row_id"]))
+        self.results.add(rec)
         if self.settings.mode == "live":
             say(self.config, f"perfgate: {rec['row_id']} done: {rec['verdict']}")
 
