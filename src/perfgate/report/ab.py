@@ -39,6 +39,8 @@ def mode_text(rec: Record) -> str:
         return f"A/B {n} pairs" if n else "A/B pairs"
     if rec.get("source") == "dry-run" or rec.get("mode") is None:
         return ""
+    if rec.get("mode") == "history":
+        return "step in the row's history"
     return "one run vs stored"
 
 

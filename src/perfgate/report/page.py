@@ -57,6 +57,7 @@ body>h1{order:0}body>p{order:1}.summary{order:2}#environment-header{order:3}
  vertical-align:top}
 .pg-headline{font-size:18px;padding:6px 10px;border-left:8px solid #2e7d32;background:#eef7ee}
 .pg-headline.pg-red{border-left-color:#c62828;background:#fdecea}
+.pg-headline.pg-amber{border-left-color:#e0a000;background:#fff6e0}
 .pg-badge{display:inline-block;padding:2px 8px;margin:0 4px 4px 0;border-radius:3px;
  font-weight:bold}
 .pg-red{background:#f4c7c3;color:#7f1d1d}.pg-amber{background:#fde7b0;color:#6b4500}

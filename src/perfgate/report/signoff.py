@@ -178,7 +178,8 @@ def signoff_html(records: Sequence[Record], session: dict[str, Any] | None = Non
     session = session or {}
     c = table.counts(records)
     shown = [r for r in table.worst_first(records) if r.get("verdict") not in table.QUIET]
-    tone = "pg-red" if any(table.VERDICT_TONE.get(v) == "red" for v in c) else ""
+    tones = {table.VERDICT_TONE.get(v) for v in c}
+    tone = "pg-red" if "red" in tones else "pg-amber" if "amber" in tones else ""
     lines = [
         '<div class="perfgate-signoff">',
         f'<h2 class="pg-headline {tone}">Sign-off: {escape(headline(records))}</h2>',
