@@ -16,7 +16,8 @@ from typing import Any
 from perfgate import cli_history, flops, logs, stats
 from perfgate.catalog import FLOPS_CONVENTIONS, TASKS, Baseline, Provenance, load_catalog, load_file
 from perfgate.errors import ConfigError, PerfgateError
-from perfgate.report import render, results, table
+from perfgate.report import format as fmt
+from perfgate.report import render, results, signoff, table
 from perfgate.stats import (
     ALPHA,
     DEFAULT_TOLERANCE,
@@ -37,7 +38,7 @@ def _emit(data: dict[str, Any], as_json: bool) -> None:
         return
     width = max((len(k) for k in data), default=0)
     for k, v in data.items():
-        print(f"{k:<{width}}  {v}")
+        print(f"{k:<{width}}  {fmt.plain(k, v)}")
 
 
 # --- flops / mfu (perfgate.flops, perfgate.hardware) ---------------------------------------
@@ -170,21 +171,16 @@ def _add_parse_command(sub: argparse._SubParsersAction) -> None:
         hidden = ("notes", "reported", "steady_state")
         _emit({k: v for k, v in data["summary"].items() if k not in hidden}, False)
         for key, value in data["summary"]["steady_state"].items():
-            print(f"steady {key}  {value}")
+            print(f"steady {key}  {fmt.plain(key, value)}")
         for key, value in data["summary"]["reported"].items():
-            print(f"reported {key}  {value}")
+            print(f"reported {key}  {fmt.plain(key, value)}")
         for note in data["summary"]["notes"]:
             print(f"note: {note}")
         cols = ("step", "step_time_s", "tflops_per_gpu", "mem_peak_gib", "loss", "grad_norm")
         print("  ".join(f"{c:>14}" for c in cols))
         for step in data["steps"]:
-            print("  ".join(f"{_cell(step[c]):>14}" for c in cols))
+            print("  ".join(f"{fmt.plain(c, step[c]):>14}" for c in cols))
         return 0
-
-    def _cell(value: object) -> str:
-        if value is None:
-            return "-"
-        return f"{value:.6g}" if isinstance(value, float) else str(value)
 
     p.set_defaults(func=run)
 
@@ -309,15 +305,15 @@ def _print_comparison(c: Any) -> None:
     """A short human report: verdict line, estimate, then one line per run."""
 
     def pct(x: float) -> str:
-        return "n/a" if x != x else f"{x * 100:+.2f}%"
+        return fmt.pct(x, signed=True) or "n/a"
 
-    print(f"{c.verdict}  ({c.mode}, tolerance {c.tolerance:.1%})")
+    print(f"{c.verdict}  ({c.mode}, tolerance {fmt.pct(c.tolerance)})")
     print(f"  {c.reason}")
     if c.delta == c.delta:
         print(
             f"  delta {pct(c.delta)}  CI {pct(c.ci_low)}..{pct(c.ci_high)} ({c.ci_level:.0%})"
-            f"  resolution {c.resolution:.2%}  step time {c.baseline_step_time_s:.4g} s -> "
-            f"{c.candidate_step_time_s:.4g} s"
+            f"  resolution {fmt.pct(c.resolution)}  step time "
+            f"{fmt.seconds(c.baseline_step_time_s)} -> {fmt.seconds(c.candidate_step_time_s)}"
         )
     if c.pair_deltas:
         print("  pair deltas: " + " ".join(pct(d) for d in c.pair_deltas))
@@ -328,8 +324,8 @@ def _print_comparison(c: Any) -> None:
                 continue
             state = "steady" if r.steady else f"NOT steady: {r.reason}"
             print(
-                f"  {side} {i}: median {r.median_s:.4g} s, steps {r.window_start}-"
-                f"{r.window_end} ({r.window_method}), CV {r.cv:.2%}, spikes "
+                f"  {side} {i}: median {fmt.seconds(r.median_s)}, steps {r.window_start}-"
+                f"{r.window_end} ({r.window_method}), CV {fmt.pct(r.cv)}, spikes "
                 f"{r.spike_fraction:.0%}, {state}"
             )
 
@@ -361,7 +357,7 @@ def _report(args: argparse.Namespace) -> int:
     if args.json:
         _emit(summary, True)
     else:
-        for line in table.terminal_lines(records):
+        for line in signoff.terminal_lines(records):
             print(line)
         if args.html:
             print(f"wrote {args.html}")

@@ -17,6 +17,7 @@ import json
 import re
 import subprocess
 import sys
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -153,5 +154,8 @@ def test_reports_say_which_rows_were_judged_by_ab(gate, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "A/B gate: 3 of 3 rows judged by A/B pairs" in done.stdout
     page = out.read_text()
-    assert "Paired estimate: Δ step time" in page and "Baseline (A)" in page
+    blob = json.loads(unescape(re.search(r'data-jsonblob="([^"]*)"', page).group(1)))
+    tests = [t for ts in blob["tests"].values() for t in ts]
+    details = "".join(e["content"] for t in tests for e in t["extras"])
+    assert "Paired estimate: Δ step time" in details and "Baseline (A)" in details
     assert "Launch order (A baseline, B candidate): AB BA AB" in page

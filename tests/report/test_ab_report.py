@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import math
 import re
+from html import unescape
 from html.parser import HTMLParser
 
 from perfgate.catalog import Baseline, Provenance, Row
 from perfgate.logs import Step, StepSeries
-from perfgate.report import ab, render, results, table
+from perfgate.report import ab, page, results, signoff, table
 from perfgate.report.plot import COLORS, svg_for_record
 from perfgate.runs import RunRecord, RunResult
 from perfgate.verdicts import pairs_rule
@@ -98,7 +99,7 @@ def test_ab_block_is_escaped_and_highlights_what_changed():
     assert "sha256:" + "b" * 64 + " (sha256 of the squashfs file; with podman, its image" in text
     changed = re.findall(r'<tr class="pg-changed"><td>([^<]+)</td>', html)
     assert changed == ["Digest", "NeMo", "NCCL"]  # PyTorch is the same on both sides
-    assert "<td>2</td><td>BA</td><td>3-4</td><td>1 s</td><td>1.08 s</td><td>+8.00%</td>" in html
+    assert "<td>2</td><td>BA</td><td>3-4</td><td>1 s</td><td>1.08 s</td><td>+8.0%</td>" in html
     assert "Paired estimate: Δ step time +8.0" in text and "3 of 3 pairs used" in text
     assert re.search(r"Drift vs the stored baseline 1 s: baseline image [+-]0\.\d%", text)
 
@@ -108,7 +109,7 @@ def test_table_signoff_and_plot_name_the_mode():
     cells = dict(zip([k for k, _, _ in table.COLUMNS], table.row_cells(rec), strict=True))
     assert ">A/B 3 pairs</td>" in cells["mode"]
     assert re.search(r">0\.99\d+ s \(A/B\)</td>", cells["baseline"])  # the baseline image
-    lines = table.terminal_lines([rec])
+    lines = signoff.terminal_lines([rec])
     assert lines[1].startswith("A/B gate: 1 of 1 rows judged by A/B pairs in one allocation")
     assert "versions changed: NeMo 2.4.0 -> 2.5.0, NCCL 2.26.5 -> 2.27.3." in lines[1]
     svg = svg_for_record(rec)
@@ -120,8 +121,11 @@ def test_table_signoff_and_plot_name_the_mode():
 def test_perfgate_report_renders_the_ab_rows(tmp_path):
     f = results.ResultsFile(tmp_path / "results.json", {"mode": "live"})
     f.add(ab_record())
-    page = render.render(results.read(f.path))
-    assert "Baseline (A)" in page and "Candidate (B)" in page and "<script>" not in page
-    assert "A/B gate: 1 of 1 rows judged by A/B pairs" in page
+    html = page.render(results.read(f.path))
+    blob = json.loads(unescape(re.search(r'data-jsonblob="([^"]*)"', html).group(1)))
+    (test,) = [t for tests in blob["tests"].values() for t in tests]
+    detail = test["extras"][0]["content"]
+    assert "Baseline (A)" in detail and "Candidate (B)" in detail and "<script>" not in detail
+    assert "A/B gate: 1 of 1 rows judged by A/B pairs" in html
     # stats of the row carry the A/B details
-    assert '"order": "AB BA AB"' in page.replace("&quot;", '"')
+    assert '"order": "AB BA AB"' in unescape(detail)

@@ -3,7 +3,6 @@ JUnit properties; `perfgate report results.json` re-rendering from results.json 
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import subprocess
@@ -56,6 +55,16 @@ def _replay_with_evil_log(suite, tmp_path: Path) -> Path:
     return logs
 
 
+def page_blob(raw: str) -> dict:
+    """pytest-html's data of a report page (what its script renders the table from)."""
+    return json.loads(unescape(re.search(r'data-jsonblob="([^"]*)"', raw).group(1)))
+
+
+def row_tests(blob: dict) -> dict[str, dict]:
+    """Row id -> the row's test data."""
+    return {k.split("[")[-1].rstrip("]"): v[-1] for k, v in blob["tests"].items() if v}
+
+
 def test_pytest_html_report(suite, tmp_path):
     suite.real_baselines()
     logs = _replay_with_evil_log(suite, tmp_path)
@@ -74,9 +83,9 @@ def test_pytest_html_report(suite, tmp_path):
     assert result.ret == 1
     raw = (suite.path / "report.html").read_text()
     assert "<script>alert(1)" not in raw  # nowhere in the page unescaped
-    blob = json.loads(unescape(re.search(r'data-jsonblob="([^"]*)"', raw).group(1)))
+    blob = page_blob(raw)
 
-    # columns: our headers in the table head, one sortable th each
+    # columns: our headers in the table head, one sortable th each; pytest-html's Links gone
     for title in (
         "GPUs",
         "Precision",
@@ -92,50 +101,60 @@ def test_pytest_html_report(suite, tmp_path):
         "Slurm job",
     ):
         assert f">{title}</th>" in raw, title
-    tests = {k.split("[")[-1].rstrip("]"): v[-1] for k, v in blob["tests"].items()}
+    assert ">Links</th>" not in raw
+    # worst first: pytest-html sorts on the verdict column, whose keys order the rows
+    assert blob["initialSort"] == "verdict"
+    tests = row_tests(blob)
+    keys = sorted(tests, key=lambda rid: tests[rid]["verdict"])
+    assert keys[:2] == [REG_ROW, OOM_ROW]
+    assert keys[-1] == "pretrain-nemotron4_15b-h100-bf16-64gpu-tp2"  # the PASS (tolerance 12%)
+    # skipped rows are not in the table: 5 rows judged, 44 skipped folded into one line
+    assert len(tests) == 5
     reg = tests[REG_ROW]
     cells = {re.search(r'class="col-(\w+)', c).group(1): _parse(c) for c in reg["resultsTableRow"]}
     assert cells["verdict"].text[-1] == "REGRESSION"
-    assert cells["delta"].text[-1] == "+27.32%"
+    assert 'class="col-verdict verdict-REGRESSION pg-red"' in reg["resultsTableRow"][3]
+    assert cells["testId"].text == [REG_ROW]
+    assert cells["delta"].text[-1] == "+27.3%"
     assert cells["baseline"].text[-1] == "4.36 s"
     assert cells["gpus"].text[-1] == "256× H100"
     assert cells["jobid"].text == ["2071234"]
     assert cells["mfu"].text[-1].endswith("(llmb)")  # the baseline's convention, named
 
-    # a plot: an SVG image extra with the steps, the steady window and the baseline band
-    (img,) = [e for e in reg["extras"] if e["format_type"] == "image"]
-    assert img["mime_type"] == "image/svg+xml"
-    svg = ET.fromstring(base64.b64decode(img["content"].split("base64,", 1)[1]))
+    # one html extra: the detail block with the plot inline (full width, not a thumbnail)
+    (extra,) = reg["extras"]
+    assert extra["format_type"] == "html"
+    svg_text = re.search(r"<svg.*?</svg>", extra["content"], re.S).group(0)
+    svg = ET.fromstring(svg_text)
     classes = {el.get("class") for el in svg.iter()}
     assert {"steps", "steady-window", "baseline-band", "baseline", "median"} <= classes
+    assert "Baseline 4.36 s from seed 001: llmb Nemotron4" in _parse(extra["content"]).text[1]
 
-    # the failure's log tail: escaped wherever pytest-html renders HTML
+    # the failure: its cause once, the log tail escaped, the proving line marked in it
     oom = tests[OOM_ROW]
-    html_parts = (
-        oom["resultsTableRow"]
-        + [oom["log"]]
-        + [e["content"] for e in oom["extras"] if e["format_type"] == "html"]
-    )
+    detail = oom["extras"][0]["content"]
+    html_parts = [*oom["resultsTableRow"], oom["log"], detail]
     for part in html_parts:
         assert "script" not in _parse(part).tags
-    assert any(EVIL in "".join(_parse(p).text) for p in html_parts[1:])  # shown, as text
+    text = "".join(_parse(detail).text)
+    assert EVIL in text  # shown, as text
+    assert text.count("Tried to allocate 1.50 GiB") == 1  # in the log tail only
+    assert "INFRA OOM: CUDA out of memory (log-pretrain_nemotron4_15b_bf16_16.out)" in text
+    assert "<mark>torch.OutOfMemoryError: CUDA out of memory." in detail
+    assert oom["log"] == ""  # pytest-html's log area repeats nothing
 
-    # sign-off summary at the top: counts, worst regression first; environment entries
+    # sign-off summary at the top: decision, counts, worst rows linked, skipped in one line
     signoff = raw.split('<div class="perfgate-signoff">', 1)[1].split("</div>", 1)[0]
     text = " ".join(_parse(signoff).text)
-    assert "REGRESSION: 1" in text and "PASS: 1" in text and "INFRA: 1" in text
-    order = [
-        REG_ROW,
-        OOM_ROW,
-        "pretrain-nemotron4_15b-h100-fp8ds-128gpu-tp2",
-        "lora-llama3_70b-h100-bf16-8gpu-tp2pp4vp20",
-    ]
-    table = signoff.split("<table>", 1)[1]
-    assert [table.index(f"<td>{r}</td>") for r in order] == sorted(
-        table.index(f"<td>{r}</td>") for r in order
-    )
-    env = blob["environment"]
-    assert env["perfgate: perfgate mode"] == "replay"
+    assert "Sign-off: Not ready: 1 REGRESSION, 1 INFRA; to look at: 1 INCONCLUSIVE" in text
+    assert "PASS 1" in text and "SKIPPED 44" in text
+    assert "44 rows skipped, 34 deselected (-m, -k, --gpus)" in text
+    assert "replay of " in text and "; by " in text
+    order = [REG_ROW, OOM_ROW, "pretrain-nemotron4_15b-h100-fp8ds-128gpu-tp2"]
+    links = re.findall(r'<a href="#([^"]+)">', signoff)
+    assert links[:3] == order
+    assert "lora-llama3_70b-h100-bf16-8gpu-tp2pp4vp20" in links  # NO_BASELINE listed too
+    assert blob["environment"]["perfgate: perfgate mode"] == "replay"
 
     # JUnit XML carries the key metrics as properties
     junit = ET.parse(suite.path / "junit.xml")
@@ -149,10 +168,22 @@ def test_pytest_html_report(suite, tmp_path):
     assert props["perfgate.flops_convention"] == "llmb" and props["perfgate.job_id"] == "2071234"
 
 
-def test_perfgate_report_rerenders_from_results_json(suite, tmp_path, capsys):
+def _without_times(raw: str) -> tuple[str, dict]:
+    """A page with its generation time and durations taken out, and its data."""
+    blob = page_blob(raw)
+    for tests in blob["tests"].values():
+        for t in tests:
+            t.pop("duration")
+            t["resultsTableRow"] = [c for c in t["resultsTableRow"] if "col-duration" not in c]
+    html = re.sub(r'data-jsonblob="[^"]*"', "", raw)
+    html = re.sub(r"generated on .*? by", "", html)
+    return re.sub(r"\d+ tests? took [^.]*\.", "", html), blob
+
+
+def test_perfgate_report_renders_the_same_page(suite, tmp_path, capsys):
     suite.real_baselines()
     logs = _replay_with_evil_log(suite, tmp_path)
-    suite.run(f"--replay={logs}", "-m", "h100", "--tolerance", "0.12")
+    suite.run(f"--replay={logs}", "-m", "h100", "--html", "report.html", "--self-contained-html")
     results = suite.path / "perfgate-results" / "results.json"
     saved = results.read_text()
     out = tmp_path / "out.html"
@@ -162,19 +193,16 @@ def test_perfgate_report_rerenders_from_results_json(suite, tmp_path, capsys):
     assert counts["verdicts"] == {
         "REGRESSION": 1,
         "INFRA": 1,
-        "INCONCLUSIVE": 1,
+        "INCONCLUSIVE": 2,
         "NO_BASELINE": 1,
-        "PASS": 1,
         "SKIPPED": counts["rows"] - 5,
     }
-    page = out.read_text()
     assert results.read_text() == saved  # rendering reads, never writes
-    assert "<script" not in page  # static page: no script at all, and the log's is escaped
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert page.count("<svg") == 4  # a plot per row that has steps (PASS, REG, INCONCL, NO_BASE)
-    assert page.index(REG_ROW) < page.index(OOM_ROW)  # worst first
-    for title in ("Step time (median ± SE)", "Tokens/s/GPU", "TFLOP/s/GPU", "MFU", "Verdict"):
-        assert f">{title}</th>" in page
+    # one page: pytest-html's, with the same data, cells, details and summary
+    html_a, blob_a = _without_times((suite.path / "report.html").read_text())
+    html_b, blob_b = _without_times(out.read_text())
+    assert blob_a == blob_b
+    assert html_a == html_b
     # the same command through a real subprocess, and a bad file is a one-line error
     bad = tmp_path / "bad.json"
     bad.write_text("{}")

@@ -59,3 +59,44 @@ def test_no_steps():
     svg = step_time_svg([], "row-x")
     assert "no step times recorded" in svg
     ET.fromstring(svg)
+
+
+def _legend_boxes(root):
+    """(x, y, text) of each legend label."""
+    out = []
+    for g in root.iter(f"{NS}g"):
+        if g.get("class") == "legend-item":
+            t = g.find(f"{NS}text")
+            out.append((float(t.get("x")), float(t.get("y")), t.text))
+    return out
+
+
+def test_legend_is_inside_the_svg_and_labels_do_not_run_over(reference):
+    """Issue #15: 'baseline 4.36 s +- 5.0%' was cut off at the SVG's edge."""
+    pts = _series(reference)
+    long_label = "candidate (nvcr.io/nvidia/nemo:25.09.01-with-a-long-site-suffix, 4 runs)"
+    traces = [Trace("baseline (nvcr.io/nvidia/nemo:25.07, 4 runs)", pts), Trace(long_label, pts)]
+    svg = step_time_svg(traces, "row", (20, 49), 5.7059, 5.67, 0.05)
+    root = ET.fromstring(svg)
+    width, height = float(root.get("width")), float(root.get("height"))
+    assert root.get("viewBox") == f"0 0 {width:g} {height:g}"
+    items = _legend_boxes(root)
+    assert [t for _, _, t in items][-1] == "baseline 5.67 s ± 5.0%"
+    rows = sorted({y for _, y, _ in items})
+    assert len(rows) >= 2  # wrapped, and the SVG grew to hold every row
+    assert max(rows) + 6 <= height
+    for y in rows:  # per row: labels, at a generous glyph width, end before the next and the edge
+        row = sorted((x, t) for x, yy, t in items if yy == y)
+        ends = [x + 7.2 * len(t) for x, t in row]
+        starts = [x for x, _ in row[1:]] + [width]
+        assert all(e <= s for e, s in zip(ends, starts, strict=True)), row
+
+
+def test_off_scale_values_are_written_above_the_plot_not_over_the_markers(reference):
+    pts = _series(reference)  # steps 0 (43.8 s) and a few more are off the scale
+    root = ET.fromstring(step_time_svg([Trace("run", pts)], "t", (20, 49), 5.7059, 5.67, 0.05))
+    marks = [t for t in root.iter(f"{NS}text") if t.get("class") == "clipped"]
+    (note,) = [t for t in root.iter(f"{NS}text") if t.get("class") == "off-scale"]
+    assert note.text.startswith("off the scale (▲▼): step 0 43.82 s")
+    top = min(float(m.get("y")) for m in marks) - 10  # a 10px marker's top
+    assert float(note.get("y")) < top

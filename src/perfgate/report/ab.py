@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from perfgate.report.environment import VERSION_LABELS
+from perfgate.report.format import seconds
 
 Record = dict[str, Any]
 SIDES = ("baseline", "candidate")
@@ -23,12 +24,12 @@ def is_ab(rec: Record) -> bool:
     return rec.get("mode") == "paired"
 
 
-def _pct(x: float | None, fmt: str = "+.2%") -> str:
+def _pct(x: float | None, fmt: str = "+.1%") -> str:
     return "" if x is None else f"{x:{fmt}}"
 
 
 def _s(x: float | None) -> str:
-    return "" if x is None else f"{x:.4g} s"
+    return seconds(x)
 
 
 def mode_text(rec: Record) -> str:
@@ -38,6 +39,8 @@ def mode_text(rec: Record) -> str:
         return f"A/B {n} pairs" if n else "A/B pairs"
     if rec.get("source") == "dry-run" or rec.get("mode") is None:
         return ""
+    if rec.get("mode") == "history":
+        return "step in the row's history"
     return "one run vs stored"
 
 
@@ -93,9 +96,9 @@ def _sides_table(ab: dict[str, Any]) -> str:
 
 
 def _pooled(side: dict[str, Any]) -> str:
-    text = f"{side['step_time_s']:.4g} s over {side.get('n_runs')} run(s)"
+    text = f"{seconds(side['step_time_s'])} over {side.get('n_runs')} run(s)"
     if side.get("spread_s") is not None:
-        text += f", spread {side['spread_s']:.2g} s"
+        text += f", spread {seconds(side['spread_s'], 2)}"
     return text
 
 
@@ -162,7 +165,7 @@ def drift_text(ab: dict[str, Any]) -> str:
             ci = f" [{x['ci_low']:+.1%}, {x['ci_high']:+.1%}]"
         parts.append(f"{side} image {_pct(x.get('delta'), '+.1%')}{ci}")
     return (
-        f"Drift vs the stored baseline {d['stored_step_time_s']:.4g} s: {', '.join(parts)} "
+        f"Drift vs the stored baseline {seconds(d['stored_step_time_s'])}: {', '.join(parts)} "
         "(informational: measured elsewhere, another day; it does not decide the row)."
     )
 

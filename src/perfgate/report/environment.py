@@ -11,6 +11,11 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+import pytest
+from pytest_metadata.plugin import metadata_key
+
+from perfgate.secrets import redact
+
 # Display names of the version keys the workload records; others are shown as recorded.
 VERSION_LABELS = {
     "nemo": "NeMo",
@@ -38,10 +43,13 @@ def environment(records: Iterable[dict[str, Any]], session: dict[str, Any]) -> d
     versions: dict[str, Counter] = defaultdict(Counter)
     nodes: set[str] = set()
     n_rows = 0
+    none = (
+        "(not recorded: replayed logs)" if session.get("mode") == "replay" else "(none: bare metal)"
+    )
     for rec in records:
         n_rows += 1
         for run in rec.get("runs", []):
-            images[run.get("label", "baseline")][run.get("image") or "(none: bare metal)"] += 1
+            images[run.get("label", "baseline")][run.get("image") or none] += 1
             for k, v in (run.get("versions") or {}).items():
                 versions[k][str(v)] += 1
         nodes.update((rec.get("job") or {}).get("nodes") or [])
@@ -66,3 +74,16 @@ def environment(records: Iterable[dict[str, Any]], session: dict[str, Any]) -> d
         out["Nodes"] = f"{len(nodes)}: {shown}{more}"
     out["Rows"] = str(n_rows)
     return out
+
+
+def login_metadata(config: pytest.Config) -> dict[str, Any]:
+    """pytest-metadata's table (Python, platform, packages, plugins: the login node), without
+    perfgate's own entries and redacted, for results.json (the report shows it)."""
+    meta = config.stash.get(metadata_key, {})
+    return {k: _plain(v) for k, v in meta.items() if not str(k).startswith("perfgate")}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return redact(str(value))

@@ -1,18 +1,21 @@
-"""Per-row extras of the pytest-html report: plot, stats JSON, repro command, scripts, log tail.
+"""The detail block of a row in the report: verdict line, baseline provenance, plot, A/B
+pairs, and folded details (statistics, repro command, scripts, recipe, log tail).
 
-pytest-html inserts "html" extras with innerHTML and shows text/json extras as links to data,
-so everything that may come from rows, jobs or logs is escaped in the html extras here.
+pytest-html inserts "html" extras with innerHTML; everything that may come from rows, jobs or
+logs is escaped here. One html extra per row (no image or link extras): the plot is inline
+SVG at the width of the table, and pytest-html's media box would shrink it to a thumbnail.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 from html import escape
 from typing import Any
 
+from perfgate.report import provenance, table
 from perfgate.report.ab import ab_html
 from perfgate.report.plot import svg_for_record
+from perfgate.report.trend import trend_svg
 
 
 def _html(content: str) -> dict[str, Any]:
@@ -22,37 +25,6 @@ def _html(content: str) -> dict[str, Any]:
         "content": content,
         "mime_type": None,
         "extension": None,
-    }
-
-
-def _text(content: str, name: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "format_type": "text",
-        "content": content,
-        "mime_type": "text/plain",
-        "extension": "txt",
-    }
-
-
-def _json(content: Any, name: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "format_type": "json",
-        "content": content,
-        "mime_type": "application/json",
-        "extension": "json",
-    }
-
-
-def _svg(svg: str, name: str) -> dict[str, Any]:
-    data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
-    return {
-        "name": name,
-        "format_type": "image",
-        "content": data,
-        "mime_type": "image/svg+xml",
-        "extension": "svg",
     }
 
 
@@ -83,24 +55,72 @@ def stats_json(rec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def extras_for(rec: dict[str, Any]) -> list[dict[str, Any]]:
-    """The pytest-html extras of one row record."""
-    out: list[dict[str, Any]] = []
+def _without_row_id(rec: dict[str, Any], text: str) -> str:
+    return text.removeprefix(f"{rec['row_id']}: ")
+
+
+def verdict_text(rec: dict[str, Any]) -> str:
+    """The row's verdict in one line; for a failed job the cause once, without the log line
+    that proves it (that line is marked in the log tail instead)."""
+    diag = rec.get("diagnosis")
+    if not diag:
+        return _without_row_id(rec, str(rec.get("message") or rec.get("verdict") or ""))
+    msg, evidence = str(diag.get("message") or ""), str(diag.get("evidence") or "")
+    tail = str(diag.get("log_tail") or "")
+    if evidence and evidence in tail and evidence in msg:
+        msg = " ".join(msg.replace(evidence, " ").split()).replace(": (", " (").rstrip(": ")
+    return f"{rec.get('verdict')} {diag.get('cause')}: {msg}"
+
+
+def _log_tail(diag: dict[str, Any], log: str | None) -> str:
+    tail, evidence = str(diag.get("log_tail") or ""), str(diag.get("evidence") or "")
+    lines = []
+    for line in tail.splitlines():
+        hot = bool(evidence) and evidence in line
+        lines.append(f"<mark>{escape(line)}</mark>" if hot else escape(line))
+    where = f" of {log}" if log else ""
+    return (
+        f'<details class="perfgate" open><summary>{escape(f"log tail{where}")}</summary>'
+        f"<pre>{chr(10).join(lines)}</pre></details>"
+    )
+
+
+def detail_html(rec: dict[str, Any]) -> str:
+    """The detail block of one row record (escaped HTML)."""
+    v = str(rec.get("verdict") or "")
+    parts = [f'<p class="pg-line {table.verdict_class(v)}">{escape(verdict_text(rec))}</p>']
+    diag = rec.get("diagnosis") or {}
+    evidence = str(diag.get("evidence") or "")
+    if evidence and evidence not in str(diag.get("log_tail") or ""):
+        parts.append(f'<p class="pg-evidence">evidence: {escape(evidence)}</p>')
+    if rec.get("baseline") or rec.get("measured"):
+        cross = provenance.cross_version(rec)
+        text = provenance.provenance_text(rec)
+        if cross:
+            parts.append(
+                f'<p class="pg-prov pg-cross">Cross-version reference, not a same-container '
+                f"regression check: {escape(cross)}. {escape(text)}</p>"
+            )
+        else:
+            parts.append(f'<p class="pg-prov">{escape(text)}</p>')
     if any(run.get("steps") for run in rec.get("runs", [])):
-        out.append(_svg(svg_for_record(rec), "step time plot"))
-    if rec.get("measured") or rec.get("comparison"):
-        out.append(_json(stats_json(rec), "stats"))
-    out.append(_text(rec.get("repro", ""), "repro command"))
-    parts = [ab_html(rec)] if ab_html(rec) else []
+        parts.append(f'<div class="pg-plot">{svg_for_record(rec)}</div>')
+    if rec.get("trend"):  # the row's history, tonight included, with its change points
+        base = rec.get("baseline") or {}
+        svg = trend_svg(rec["row_id"], rec["trend"], base.get("step_time_s"), rec.get("tolerance"))
+        parts.append(f'<div class="pg-plot pg-trend">{svg}</div>')
+    if ab_html(rec):
+        parts.append(ab_html(rec))
     comp = rec.get("comparison") or {}
     if comp.get("reason"):
-        parts.append(_details(f"verdict: {rec.get('verdict')}", comp["reason"]))
+        parts.append(_details(f"why {v}", comp["reason"]))
+    if rec.get("measured") or rec.get("comparison"):
+        parts.append(_details("statistics (JSON)", json.dumps(stats_json(rec), indent=1)))
     parts.append(_details("repro command", rec.get("repro", "")))
     plan = rec.get("plan") or {}
     job = rec.get("job") or {}
     script = plan.get("sbatch_script") or job.get("sbatch_script")
     if script:
-        out.append(_text(script, "sbatch script"))
         parts.append(_details("sbatch script", script))
     if plan.get("srun_command"):
         parts.append(_details("srun line", plan["srun_command"]))
@@ -108,14 +128,12 @@ def extras_for(rec: dict[str, Any]) -> list[dict[str, Any]]:
         parts.append(_details("workload spec", json.dumps(plan["workload_spec"], indent=1)))
     if rec.get("description"):
         parts.append(_details("recipe (workload.describe)", rec["description"]))
-    diag = rec.get("diagnosis")
-    if diag:
-        head = f"{diag.get('cause')}: {diag.get('message')}"
-        if diag.get("evidence"):
-            head += f"\nevidence: {diag['evidence']}"
-        parts.append(_details(f"failure: {diag.get('cause')}", head))
-        if diag.get("log_tail"):
-            out.append(_text(diag["log_tail"], "log tail"))
-            parts.append(_details("log tail", diag["log_tail"]))
-    out.append(_html("".join(parts)))
-    return out
+    if diag.get("log_tail"):
+        logs = job.get("log_paths") or []
+        parts.append(_log_tail(diag, logs[-1] if logs else None))
+    return f'<div class="pg-row">{"".join(parts)}</div>'
+
+
+def extras_for(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pytest-html extras of one row record: its detail block."""
+    return [_html(detail_html(rec))]

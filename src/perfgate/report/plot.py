@@ -1,8 +1,11 @@
-"""Step time per iteration as a small self-contained SVG: steady window, median, baseline band.
+"""Step time per iteration as a self-contained SVG: steady window, median, baseline band.
 
 No plotting library: the report must render on a login node with nothing but the stdlib.
 The y axis is scaled to the steady part and the baseline band, so a 40x warm-up step does not
-flatten the picture; points off the scale are drawn on its edge as triangles with their value.
+flatten the picture; points off the scale are drawn on its edge as triangles, and their values
+are written above the plot area (never over the markers). The legend sits below the axis,
+laid out by the length of its labels, and the SVG is as tall as it needs; the report scales
+the SVG to the width of the page (viewBox).
 """
 
 from __future__ import annotations
@@ -11,8 +14,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-W, H = 680, 290
-LEFT, RIGHT, TOP, BOTTOM = 62, 16, 28, 66
+from perfgate.report import format as fmt
+
+W = 1000  # viewBox width; the page scales it
+PH = 300  # plot area height
+LEFT, RIGHT, TOP = 64, 20, 44
+AXIS = 40  # below the plot area: tick labels and the axis title
+LEGEND_ROW = 18
+CHAR_W = 7.2  # a generous average glyph width of 12px sans-serif: labels never run over
+FONT = 12
+MARK_COLOR = "#d62728"
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
 
 
@@ -24,6 +35,17 @@ class Trace:
     points: Sequence[tuple[int, float]]
     color: str | None = None  # None: the next of COLORS
     legend: bool = True  # False: same label and color as an earlier trace (A/B runs)
+    dots: bool = False  # a marker at each point (a history: one point per run)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A vertical line at an x value (a change point in a history), named in the legend."""
+
+    x: float
+    label: str  # the legend's text
+    tag: str  # the short name written above the plot, at the line
+    title: str = ""  # the hover text
 
 
 def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -65,8 +87,11 @@ def step_time_svg(
     median_s: float | None = None,
     baseline_s: float | None = None,
     tolerance: float | None = None,
+    x_label: str = "step (0-based)",
+    marks: Sequence[Mark] = (),
 ) -> str:
-    """The SVG document (text) of the step-time plot."""
+    """The SVG document (text) of the step-time plot (a history's trend: one point per run,
+    x_label naming the runs, marks at its change points)."""
     pts = [p for t in traces for p in t.points]
     if not pts:
         return _empty(title)
@@ -80,7 +105,11 @@ def step_time_svg(
     lo, hi = max(lo - pad, 0.0), hi + pad
     x0 = min(i for i, _ in pts)
     x1 = max(max(i for i, _ in pts), x0 + 1)
-    pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
+    pw, ph = W - LEFT - RIGHT, PH
+    legend, legend_h = _legend(
+        traces, window, baseline_s, tolerance, median_s, TOP + ph + AXIS, marks
+    )
+    height = TOP + ph + AXIS + legend_h + 6
 
     def sx(i: float) -> float:
         return LEFT + (i - x0) / (x1 - x0) * pw
@@ -89,11 +118,12 @@ def step_time_svg(
         return TOP + (hi - min(max(v, lo), hi)) / (hi - lo) * ph
 
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
-        f'viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="11">',
-        f'<rect x="0" y="0" width="{W}" height="{H}" fill="white"/>',
-        f'<text x="{LEFT}" y="16" font-size="12" font-weight="bold">{escape(title)}</text>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}" '
+        f'viewBox="0 0 {W} {height}" font-family="sans-serif" font-size="{FONT}">',
+        f'<rect x="0" y="0" width="{W}" height="{height}" fill="white"/>',
+        f'<text x="{LEFT}" y="17" font-size="14" font-weight="bold">{escape(title)}</text>',
     ]
+    off_scale: list[tuple[int, float]] = []
     if window is not None:
         a, b = sx(window[0]), sx(window[1])
         out.append(
@@ -125,20 +155,22 @@ def step_time_svg(
             f'<polyline class="steps" points="{line}" fill="none" stroke="{color}" '
             'stroke-width="1.2"/>'
         )
+        if t.dots:
+            out += [
+                f'<circle class="run" cx="{sx(i):.1f}" cy="{sy(s):.1f}" r="3.5" fill="{color}">'
+                f"<title>{escape(t.label)} {i}: {fmt.seconds(s)}</title></circle>"
+                for i, s in t.points
+            ]
         for i, s in t.points:
             if s > hi or s < lo:
-                y = TOP + 4 if s > hi else TOP + ph - 4
+                y = TOP + 5 if s > hi else TOP + ph - 1
                 mark = "▲" if s > hi else "▼"
                 out.append(
                     f'<text class="clipped" x="{sx(i):.1f}" y="{y:.1f}" fill="{color}" '
-                    f'text-anchor="middle">{mark}<title>step {i}: {s:.4g} s</title></text>'
+                    f'font-size="10" text-anchor="middle">{mark}'
+                    f"<title>step {i}: {fmt.seconds(s)}</title></text>"
                 )
-        top = max(t.points, key=lambda p: p[1])
-        if top[1] > hi:
-            out.append(
-                f'<text x="{sx(top[0]) + 12:.1f}" y="{TOP + 12}" fill="{color}">'
-                f"step {top[0]}: {top[1]:.4g} s</text>"
-            )
+                off_scale.append((i, s))
     # axes and ticks
     out.append(f'<path d="M{LEFT},{TOP} V{TOP + ph} H{LEFT + pw}" fill="none" stroke="#444"/>')
     for v in _nice_ticks(lo, hi):
@@ -155,44 +187,76 @@ def step_time_svg(
         )
     out.append(
         f'<text x="{LEFT + pw / 2:.0f}" y="{TOP + ph + 30}" text-anchor="middle">'
-        "step (0-based)</text>"
+        f"{escape(x_label)}</text>"
         f'<text x="14" y="{TOP + ph / 2:.0f}" text-anchor="middle" '
         f'transform="rotate(-90 14 {TOP + ph / 2:.0f})">step time (s)</text>'
     )
-    out.append(_legend(traces, window, baseline_s, tolerance, median_s))
+    if off_scale:  # in the margin above the plot, right-aligned: never over a marker
+        note = _off_scale_note(off_scale)
+        out.append(
+            f'<text class="off-scale" x="{W - RIGHT}" y="{TOP - 8}" text-anchor="end" '
+            f'fill="#555">{escape(note)}</text>'
+        )
+    for m in marks:  # the line in the plot, its short tag in the margin above
+        x = sx(m.x)
+        out.append(
+            f'<line class="change-point" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{TOP + ph}" '
+            f'stroke="{MARK_COLOR}" stroke-dasharray="5 3" stroke-width="1.5"/>'
+            f'<text class="mark-tag" x="{x:.1f}" y="{TOP - 8}" text-anchor="middle" '
+            f'fill="{MARK_COLOR}">{escape(m.tag)}<title>{escape(m.title)}</title></text>'
+        )
+    out.append(legend)
     out.append("</svg>")
     return "\n".join(out)
 
 
-def _legend(traces, window, baseline_s, tolerance, median_s) -> str:
-    """One row of legend entries under the x axis (never over the data)."""
+def _off_scale_note(points: list[tuple[int, float]]) -> str:
+    """The values of the points off the scale: each when few, else their span and extreme."""
+    if len(points) <= 4:
+        return "off the scale (▲▼): " + ", ".join(f"step {i} {fmt.seconds(s)}" for i, s in points)
+    steps = sorted({i for i, _ in points})
+    i, s = max(points, key=lambda p: p[1])
+    return (
+        f"off the scale (▲▼): {len(points)} points, steps {steps[0]}-{steps[-1]}, "
+        f"highest {fmt.seconds(s)} (step {i})"
+    )
+
+
+def _legend(
+    traces, window, baseline_s, tolerance, median_s, top: float, marks: Sequence[Mark] = ()
+) -> tuple[str, int]:
+    """Legend entries under the x axis (never over the data), wrapped by the length of their
+    labels; returns the SVG and the height it takes."""
     items = [
         (t.color or COLORS[k % len(COLORS)], t.label) for k, t in enumerate(traces) if t.legend
     ]
     if median_s is not None:
-        items.append(("#333", f"steady median {median_s:.4g} s"))
+        items.append(("#333", f"steady median {fmt.seconds(median_s)}"))
     if window is not None:
         items.append(("#2ca02c", f"steady window {window[0]}-{window[1]}"))
     if baseline_s is not None:
-        band = f" ± {tolerance:.1%}" if tolerance is not None else ""
-        items.append(("#ff7f0e", f"baseline {baseline_s:.4g} s{band}"))
+        band = f" ± {fmt.pct(tolerance)}" if tolerance is not None else ""
+        items.append(("#ff7f0e", f"baseline {fmt.seconds(baseline_s)}{band}"))
+    items += [(MARK_COLOR, f"{m.tag}: {m.label}") for m in marks]
     parts = []
-    x, y = LEFT, H - 12
+    x, y = LEFT, top + LEGEND_ROW - 4
     for color, label in items:
-        width = 24 + 6.6 * len(label)
+        width = 30 + CHAR_W * len(label)
         if x + width > W - RIGHT and x > LEFT:
-            x, y = LEFT, y + 14  # wrap (rare: long image names in A/B labels)
+            x, y = LEFT, y + LEGEND_ROW  # wrap: the SVG grows by a row
         parts.append(
-            f'<rect x="{x:.0f}" y="{y - 9}" width="10" height="10" fill="{color}" '
-            f'fill-opacity="0.7"/><text x="{x + 14:.0f}" y="{y}">{escape(label)}</text>'
+            f'<g class="legend-item"><rect x="{x:.0f}" y="{y - 10}" width="11" height="11" '
+            f'fill="{color}" fill-opacity="0.7"/><text x="{x + 16:.0f}" y="{y}">'
+            f"{escape(label)}</text></g>"
         )
         x += width
-    return "".join(parts)
+    return "".join(parts), int(y - top + 6)
 
 
 def _empty(title: str) -> str:
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="60" font-family="sans-serif">'
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="60" viewBox="0 0 {W} 60" '
+        'font-family="sans-serif">'
         f'<text x="10" y="20" font-size="12">{escape(title)}</text>'
         '<text x="10" y="42" font-size="11">no step times recorded</text></svg>'
     )

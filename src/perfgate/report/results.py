@@ -47,7 +47,9 @@ def _baseline_dict(b: catalog.Baseline | None) -> dict[str, Any] | None:
         "tolerance": b.tolerance,
         "source": b.provenance.source,
         "container": b.provenance.container,
+        "framework_version": b.provenance.framework_version,
         "date": b.provenance.date,
+        "notes": b.provenance.notes,
     }
 
 
@@ -200,9 +202,12 @@ class ResultsFile:
         self.data["rows"][rec["row_id"]] = rec
         self.write()
 
-    def finish(self, environment: dict[str, Any]) -> None:
-        """Stamp the end of the session with the environment seen, and write."""
+    def finish(self, environment: dict[str, Any], metadata: dict[str, Any] | None = None) -> None:
+        """Stamp the end of the session with the environment seen (and pytest-metadata's
+        table of the login node, which the report shows), and write."""
         self.data["session"]["finished"] = now()
+        if metadata is not None:
+            self.data["session"]["metadata"] = metadata
         self.data["environment"] = environment
         self.write()
 

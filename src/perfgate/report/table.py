@@ -12,19 +12,45 @@ from html import escape
 from typing import Any
 
 from perfgate.report import ab
+from perfgate.report import format as fmt
 from perfgate.verdicts import VERDICTS
 
-VERDICT_ORDER = (*VERDICTS, "SKIPPED", "DRY_RUN")
+# Worst first: what blocks a release, then what needs a look, then what is fine; perfgate.verdicts
+# lists its verdicts in this order (REGRESSION, INFRA, SHIFT, INCONCLUSIVE, NO_BASELINE,
+# IMPROVEMENT, PASS), then the rows that were not judged.
+VERDICT_ORDER = (*VERDICTS, "DRY_RUN", "SKIPPED")
+# The colour family of each verdict: red blocks, amber needs a look, blue and green are fine.
+VERDICT_TONE = {
+    "REGRESSION": "red",
+    "INFRA": "red",
+    "SHIFT": "amber",
+    "INCONCLUSIVE": "amber",
+    "NO_BASELINE": "amber",
+    "IMPROVEMENT": "blue",
+    "PASS": "green",
+    "DRY_RUN": "grey",
+    "SKIPPED": "grey",
+}
+QUIET = ("PASS", "DRY_RUN", "SKIPPED")  # counted in the sign-off, not listed there
 Record = dict[str, Any]
-
-
-def _num(x: Any, fmt: str, suffix: str = "") -> str:
-    return "" if x is None else f"{x:{fmt}}{suffix}"
 
 
 def sort_key(x: float | None) -> str:
     """A string that sorts like the number (pytest-html sorts columns as strings)."""
     return "" if x is None else f"{x + 1e9:021.6f}"
+
+
+def rank(verdict: str) -> int:
+    """Position of a verdict in the worst-first order (unknown verdicts last)."""
+    return VERDICT_ORDER.index(verdict) if verdict in VERDICT_ORDER else len(VERDICT_ORDER)
+
+
+def order_key(rec: Record) -> str:
+    """The worst-first key of a row as one string: verdict rank, then the largest slowdown
+    first, then the row id (pytest-html's initial sort compares these strings)."""
+    delta = (rec.get("comparison") or {}).get("delta")
+    by_delta = sort_key(-delta) if delta is not None else "~"
+    return f"{rank(rec.get('verdict', '')):02d} {by_delta} {rec.get('row_id', '')}"
 
 
 def _m(rec: Record, key: str) -> Any:
@@ -66,46 +92,46 @@ def _step(rec: Record) -> tuple[float | None, str]:
     med, se = _m(rec, "step_time_s"), _m(rec, "se_s")
     if med is None:
         return None, ""
-    return med, f"{med:.4g} ± {se:.2g} s" if se is not None else f"{med:.4g} s"
+    if se is None:
+        return med, fmt.seconds(med)
+    return med, f"{fmt.sig(med)} ± {fmt.sig(se, 2)} s"
 
 
 def _baseline(rec: Record) -> tuple[float | None, str]:
     if ab.is_ab(rec) and rec.get("comparison"):  # the baseline image, in the same allocation
         b = rec["comparison"].get("baseline_step_time_s")
-        return b, _num(b, ".4g", " s (A/B)")
+        return b, fmt.seconds(b) + (" (A/B)" if b is not None else "")
     b = (rec.get("baseline") or {}).get("step_time_s")
-    return b, _num(b, ".4g", " s")
+    return b, fmt.seconds(b)
 
 
 def _delta(rec: Record) -> tuple[float | None, str]:
     d = (rec.get("comparison") or {}).get("delta")
-    return d, _num(d, "+.2%")
+    return d, fmt.pct(d, signed=True)
 
 
 def _tokens(rec: Record) -> tuple[float | None, str]:
     t = _m(rec, "tokens_per_s_per_gpu")
-    return t, _num(t, ",.0f")
+    return t, fmt.integer(t)
 
 
 def _tflops(rec: Record) -> tuple[float | None, str]:
     v, conv = _conv(rec, "tflops_per_gpu")
-    return v, "" if v is None else f"{v:.1f} ({conv})"
+    return v, "" if v is None else f"{fmt.sig(v)} ({conv})"
 
 
 def _mfu(rec: Record) -> tuple[float | None, str]:
     v, conv = _conv(rec, "mfu")
-    return v, "" if v is None else f"{v:.2%} ({conv})"
+    return v, "" if v is None else f"{fmt.pct(v)} ({conv})"
 
 
 def _memory(rec: Record) -> tuple[float | None, str]:
     v = _m(rec, "peak_memory_gib")
-    return v, _num(v, ".1f", " GiB")
+    return v, "" if v is None else f"{v:.1f} GiB"
 
 
 def _verdict(rec: Record) -> tuple[float | None, str]:
-    v = rec.get("verdict", "")
-    rank = VERDICT_ORDER.index(v) if v in VERDICT_ORDER else len(VERDICT_ORDER)
-    return rank, v
+    return None, rec.get("verdict", "")
 
 
 def _mode(rec: Record) -> tuple[float | None, str]:
@@ -118,24 +144,24 @@ def _job(rec: Record) -> tuple[float | None, str]:
 
 # (css/sort key, header, cell function -> (numeric sort value or None, plain text))
 COLUMNS: Sequence[tuple[str, str, Callable[[Record], tuple[float | None, str]]]] = (
+    ("verdict", "Verdict", _verdict),
+    ("delta", "Δ step time", _delta),
+    ("steptime", "Step time (median ± SE)", _step),
+    ("baseline", "Baseline", _baseline),
     ("gpus", "GPUs", _gpus),
     ("precision", "Precision", _precision),
     ("parallelism", "Parallelism", _parallelism),
-    ("steptime", "Step time (median ± SE)", _step),
-    ("baseline", "Baseline", _baseline),
-    ("delta", "Δ step time", _delta),
     ("tokens", "Tokens/s/GPU", _tokens),
     ("tflops", "TFLOP/s/GPU", _tflops),
     ("mfu", "MFU", _mfu),
     ("memory", "Peak memory", _memory),
-    ("verdict", "Verdict", _verdict),
     ("mode", "Judged by", _mode),
     ("jobid", "Slurm job", _job),
 )
 
 
 def header_cells() -> list[str]:
-    """<th> cells of the extra columns (sortable in pytest-html)."""
+    """<th> cells of the perfgate columns (sortable in pytest-html)."""
     return [
         f'<th class="sortable" data-column-type="{key}">{escape(title)}</th>'
         for key, title, _ in COLUMNS
@@ -143,17 +169,28 @@ def header_cells() -> list[str]:
 
 
 def row_cells(rec: Record | None) -> list[str]:
-    """<td> cells of one record (empty cells when the test is not a row)."""
+    """<td> cells of one record (empty cells when the test is not a row). The verdict cell
+    sorts worst first and carries the verdict's colour class."""
     cells = []
     for key, _, fn in COLUMNS:
         if rec is None:
-            cells.append(f'<td class="col-{key}"></td>')
+            hidden = "<span hidden>99</span>" if key == "verdict" else ""
+            cells.append(f'<td class="col-{key}">{hidden}</td>')
             continue
         value, text = fn(rec)
-        hidden = f"<span hidden>{sort_key(value)}</span>" if value is not None else ""
-        cls = f" verdict-{escape(text)}" if key == "verdict" else ""
+        if key == "verdict":
+            hidden, cls = f"<span hidden>{escape(order_key(rec))}</span>", f" {verdict_class(text)}"
+        else:
+            hidden = f"<span hidden>{sort_key(value)}</span>" if value is not None else ""
+            cls = ""
         cells.append(f'<td class="col-{key}{cls}">{hidden}{escape(text)}</td>')
     return cells
+
+
+def verdict_class(verdict: str) -> str:
+    """CSS classes of a verdict: its own and its colour family (pg-red, pg-amber, ...)."""
+    tone = VERDICT_TONE.get(verdict, "grey")
+    return f"verdict-{escape(verdict)} pg-{tone}"
 
 
 def counts(records: Iterable[Record]) -> Counter:
@@ -162,64 +199,6 @@ def counts(records: Iterable[Record]) -> Counter:
 
 
 def worst_first(records: Iterable[Record]) -> list[Record]:
-    """Regressions by delta (largest slowdown first), then INFRA, then the rest by verdict."""
-
-    def key(r: Record) -> tuple[int, float]:
-        v = r.get("verdict", "")
-        rank = VERDICT_ORDER.index(v) if v in VERDICT_ORDER else len(VERDICT_ORDER)
-        delta = (r.get("comparison") or {}).get("delta")
-        return rank, -(delta if delta is not None else float("-inf"))
-
-    return sorted(records, key=key)
-
-
-def signoff_html(records: Sequence[Record], session: dict[str, Any] | None = None) -> str:
-    """The sign-off block: counts per verdict, then every non-PASS row, worst first."""
-    c = counts(records)
-    order = [v for v in VERDICT_ORDER if c.get(v)] + sorted(v for v in c if v not in VERDICT_ORDER)
-    badges = " ".join(
-        f'<span class="pg-badge pg-{escape(v)}">{escape(v)}: {c[v]}</span>' for v in order
-    )
-    mode = escape(str((session or {}).get("mode", "")))
-    lines = [
-        '<div class="perfgate-signoff">',
-        f"<h2>perfgate sign-off</h2><p>{len(records)} rows ({mode}): {badges}</p>",
-    ]
-    if ab.signoff_summary(records):
-        lines.append(f"<p>{escape(ab.signoff_summary(records))}</p>")
-    quiet = ("PASS", "DRY_RUN", "SKIPPED")  # counted above; skip reasons are in pytest -rs
-    notable = [r for r in worst_first(records) if r.get("verdict") not in quiet]
-    if notable:
-        lines.append(
-            "<table><tr><th>Verdict</th><th>Row</th><th>Judged by</th><th>Δ step time</th>"
-            "<th>Detail</th></tr>"
-        )
-        for r in notable:
-            delta = _delta(r)[1]
-            detail = r.get("message", "")
-            if r.get("diagnosis"):
-                detail = f"{r['diagnosis'].get('cause')}: {r['diagnosis'].get('message')}"
-            lines.append(
-                f"<tr><td>{escape(r.get('verdict', ''))}</td><td>{escape(r['row_id'])}</td>"
-                f"<td>{escape(ab.mode_text(r))}</td><td>{escape(delta)}</td>"
-                f"<td>{escape(detail)}</td></tr>"
-            )
-        lines.append("</table>")
-    lines.append("</div>")
-    return "\n".join(lines)
-
-
-def terminal_lines(records: Sequence[Record]) -> list[str]:
-    """Plain-text sign-off summary for the terminal."""
-    c = counts(records)
-    order = [v for v in VERDICT_ORDER if c.get(v)]
-    out = ["  ".join(f"{v}: {c[v]}" for v in order)]
-    if c.get("SKIPPED"):
-        out[0] += "  (pytest -rs lists why rows were skipped)"
-    if ab.signoff_summary(records):
-        out.append(ab.signoff_summary(records))
-    for r in worst_first(records):
-        if r.get("verdict") in ("PASS", "DRY_RUN", "SKIPPED"):
-            continue
-        out.append(f"{r.get('verdict', ''):<12} {r.get('message', '')}")
-    return out
+    """Rows in the report's order: REGRESSION, INFRA, SHIFT, INCONCLUSIVE, NO_BASELINE,
+    IMPROVEMENT, PASS; within a verdict the largest slowdown first."""
+    return sorted(records, key=order_key)

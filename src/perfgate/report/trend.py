@@ -13,7 +13,7 @@ from html import escape
 from typing import Any
 
 from perfgate.history import trend
-from perfgate.report.plot import BOTTOM, LEFT, RIGHT, TOP, H, Trace, W, step_time_svg
+from perfgate.report.plot import Mark, Trace, step_time_svg
 
 
 def _trend_runs(runs: Sequence[dict[str, Any]]) -> list[int]:
@@ -82,30 +82,54 @@ def trend_svg(
     baseline_s: float | None = None,
     tolerance: float | None = None,
 ) -> str:
-    """The trend plot: steady step time per run, the baseline band, change points marked."""
+    """The trend plot: steady step time per run (oldest first), the baseline band, and a line
+    before the first run after each change point (named in the legend: date and container)."""
     idx, cps = analyse(runs)
     points = [(k, runs[i]["step_time_s"]) for k, i in enumerate(idx)]
-    svg = step_time_svg(
-        [Trace("steady step time per run", points)],
-        f"{row_id}: history ({len(points)} runs)",
-        baseline_s=baseline_s,
-        tolerance=tolerance,
-    )
-    if not cps or len(points) < 2:
-        return svg
-    pw = W - LEFT - RIGHT
     marks = []
-    for c in cps:
-        x = LEFT + (c.index - 0.5) / (len(points) - 1) * pw
+    for n, c in enumerate(cps, start=1):
         first = runs[idx[c.index]]
         label = f"{first['started_at'][:10]} {first['image'] or ''}".strip()
         marks.append(
-            f'<line class="change-point" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" '
-            f'y2="{H - BOTTOM}" stroke="#d62728" stroke-dasharray="4 3"/>'
-            f'<text x="{x + 3:.1f}" y="{TOP + 10}" fill="#d62728">{escape(label)}'
-            f"<title>change point, p {c.p_value:.3f}</title></text>"
+            Mark(
+                c.index - 0.5,
+                f"change from {label} (p {c.p_value:.3f})",
+                f"change point {n}" if len(cps) > 1 else "change point",
+                f"change point, p {c.p_value:.3f}",
+            )
         )
-    return svg.replace("</svg>", "".join(marks) + "</svg>")
+    return step_time_svg(
+        [Trace("steady step time per run", points, dots=True)],
+        f"{row_id}: history ({len(points)} runs)",
+        baseline_s=baseline_s,
+        tolerance=tolerance,
+        x_label="run in the history (oldest first)",
+        marks=marks if len(points) >= 2 else (),
+    )
+
+
+# What results.json keeps of each stored run for the report's trend plot.
+TREND_FIELDS = (
+    "session_id",
+    "started_at",
+    "job_id",
+    "image",
+    "step_time_s",
+    "steady",
+    "cause",
+    "excluded",
+    "mode",
+    "verdict",
+    "label",
+)
+
+
+def trend_record(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """A row's stored runs as results.json keeps them for its trend, or None when the history
+    has fewer than two points of a trend for the row."""
+    if len(_trend_runs(runs)) < 2:
+        return None
+    return [{k: r.get(k) for k in TREND_FIELDS} for r in runs]
 
 
 def trend_html(

@@ -20,6 +20,7 @@ from perfgate import verdicts
 from perfgate.catalog import Row
 from perfgate.errors import PerfgateError
 from perfgate.report import bench, extras, junit
+from perfgate.report.environment import login_metadata
 from perfgate.report.html import HtmlHooks
 from perfgate.suite import options, selection
 from perfgate.suite.settings import settings_from_config
@@ -58,7 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(SessionHooks(state), "perfgate-session")
     if config.pluginmanager.hasplugin("html"):
         config.pluginmanager.register(
-            HtmlHooks(state.record_list, state.session_info), "perfgate-html"
+            HtmlHooks(config, state.record_list, state.report_session), "perfgate-html"
         )
 
 
@@ -133,16 +134,17 @@ def perfgate_strict(request: pytest.FixtureRequest) -> bool:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
-    """Attach the row's results.json record and the pytest-html extras to its final report."""
+    """Attach the row's results.json record to its final report (its pytest-html extras are
+    added on the controller once the record is complete: see SessionHooks)."""
     report = yield
     row = selection.row_of(item)
     if row is None or report.when == "teardown":
         return report
-    if report.when == "setup" and report.passed:
+    if report.when == "setup" and report.passed:  # waiting happens here: part of the duration
+        item.stash.setdefault(ITEM, {})["setup_s"] = report.duration
         return report
     rec = item.config.stash[STATE].record(item, row, report)
     report.perfgate = rec
-    report.extras = [*getattr(report, "extras", []), *extras.extras_for(rec)]
     return report
 
 
@@ -154,10 +156,12 @@ class SessionHooks:
         self.xdist_checked = False
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """On the controller: keep the record and rewrite results.json as each row finishes."""
+        """On the controller: keep the record and rewrite results.json as each row finishes;
+        then the row's pytest-html extras (pytest-html reads them at the test's teardown)."""
         rec = getattr(report, "perfgate", None)
         if rec is not None and not self.state.is_worker:
             self.state.add_record(rec)
+            report.extras = [*getattr(report, "extras", []), *extras.extras_for(rec)]
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -171,9 +175,13 @@ class SessionHooks:
         if self.state.settings.mode == "live" and rows:
             self.state.preflight_submit(rows)
 
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        """Remember the rows -m, -k and --gpus left out (the report counts them)."""
+        self.state.deselected += [r.id for item in items if (r := selection.row_of(item))]
+
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Cancel jobs nobody waited for, update baselines if asked, stamp results.json."""
-        self.state.finish()
+        self.state.finish(login_metadata(session.config))
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo) -> None:
         """Ctrl-C: cancel every job this session submitted."""

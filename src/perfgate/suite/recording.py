@@ -97,6 +97,16 @@ class HistoryRecorder:
             self.error = self.error or str(e)
             return []
 
+    def runs(self, row_id: str) -> list[dict[str, Any]]:
+        """The row's stored runs, oldest first (empty without a store or when unreadable)."""
+        if self.store is None:
+            return []
+        try:
+            return self.store.runs(row_id)
+        except PerfgateError as e:
+            self.error = self.error or str(e)
+            return []
+
     def add(self, rec: dict[str, Any]) -> None:
         """Store one finished row (its runs), starting the session with the first."""
         if not self.writes or rec.get("verdict") in ("SKIPPED", "DRY_RUN"):

@@ -12,6 +12,8 @@ hooks; this module uses pytest for skip/fail/usage errors only.
 
 from __future__ import annotations
 
+import getpass
+import socket
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,8 +23,9 @@ import pytest
 from perfgate import catalog, launch, verdicts
 from perfgate.catalog import Row
 from perfgate.errors import PerfgateError
-from perfgate.report import dryrun, results, table
+from perfgate.report import dryrun, results, signoff, table, trend
 from perfgate.report.environment import environment
+from perfgate.secrets import redact
 from perfgate.suite import preflight, replay
 from perfgate.suite.live import LiveRunner, say
 from perfgate.suite.recording import HistoryRecorder, is_example_replay
@@ -56,6 +59,7 @@ class PerfgateState:
         self.recorder = HistoryRecorder(
             settings, Path(config.rootpath), self.is_worker, config.invocation_params.args
         )
+        self.deselected: list[str] = []  # row ids -m, -k and --gpus left out
 
     # --- catalog --------------------------------------------------------------------------
 
@@ -71,6 +75,9 @@ class PerfgateState:
         launch = self.settings.launch
         return {
             "mode": self.settings.mode,
+            "user": _user(),
+            "host": socket.gethostname(),
+            "deselected": list(self.deselected),
             "options": {
                 "executor": launch.executor,
                 "partition": launch.partition,
@@ -88,6 +95,10 @@ class PerfgateState:
                 "replay": str(self.settings.replay) if self.settings.replay else None,
             },
         }
+
+    def report_session(self) -> dict[str, Any]:
+        """The session as results.json has it (with start, end and login metadata)."""
+        return self.results.data["session"] if self.results else self.session_info()
 
     def record_list(self) -> list[dict[str, Any]]:
         """Records of the rows finished so far."""
@@ -239,6 +250,7 @@ class PerfgateState:
         info = item.stash.get(ITEM, {})
         ev = info.get("evaluation")
         skipped = _skip_text(report) if report.skipped else None
+        setup_s = info.get("setup_s", 0.0) if report.when == "call" else 0.0
         rec = results.record(
             ev,
             row,
@@ -254,21 +266,33 @@ class PerfgateState:
             lines = report.longreprtext.splitlines() if report.longreprtext else ["error"]
             rec["verdict"] = verdicts.INFRA
             rec["message"] = dryrun.with_id(row.id, lines[-1])
+        rec["duration_s"] = round(setup_s + report.duration, 3)
+        if report.failed and report.longreprtext:
+            text = report.longreprtext.strip()
+            expected = {rec["message"], f"{rec['message']} (--strict)"}
+            if ev is not None and ev.verdict == verdicts.INFRA:
+                expected.add(verdicts.infra_text(ev))
+            if text not in expected:  # not the verdict's own failure: show it in the report
+                rec["error"] = redact(text)
         return rec
 
     def add_record(self, rec: dict[str, Any]) -> None:
-        """On the controller: keep the record and rewrite results.json with it."""
+        """On the controller: keep the record (with the row's history trend, tonight included,
+        when the history has one) and rewrite results.json with it."""
         self.records[rec["row_id"]] = rec
         if self.results is None:
             path = self.settings.results_dir / "results.json"
             self.results = results.ResultsFile(path, self.session_info())
-        self.results.add(rec)
         self.recorder.add(rec)
+        if rec.get("verdict") not in ("SKIPPED", DRY_RUN):
+            rec["trend"] = trend.trend_record(self.recorder.runs(rec["row_id"]))
+        self.results.add(rec)
         if self.settings.mode == "live":
             say(self.config, f"perfgate: {rec['row_id']} done: {rec['verdict']}")
 
-    def finish(self) -> None:
-        """End of session: cancel jobs nobody waited for, update baselines, stamp results.json."""
+    def finish(self, metadata: dict[str, Any] | None = None) -> None:
+        """End of session: cancel jobs nobody waited for, update baselines, stamp results.json
+        (with the login node's metadata the report's environment table shows)."""
         if self.runner is not None:
             left = self.runner.finish()
             if left:
@@ -279,7 +303,7 @@ class PerfgateState:
         if self.settings.update_baselines:
             self.update_baselines()
         if self.results is not None:
-            self.results.finish(environment(self.record_list(), self.session_info()))
+            self.results.finish(environment(self.record_list(), self.session_info()), metadata)
 
     def write_summary(self, tr: Any, verbosity: int) -> None:
         """The perfgate section of the terminal summary (tr: pytest's terminal reporter)."""
@@ -288,7 +312,7 @@ class PerfgateState:
         if self.settings.mode == "dry-run":
             dryrun.write_summary(tr, recs, verbosity)
         else:
-            for line in table.terminal_lines(recs):
+            for line in signoff.terminal_lines(recs):
                 tr.write_line(line)
         if self.results is not None:
             tr.write_line(f"results: {self.results.path}")
@@ -354,3 +378,10 @@ def _skip_text(report: pytest.TestReport) -> str:
     if isinstance(longrepr, tuple) and len(longrepr) == 3:
         return str(longrepr[2]).removeprefix("Skipped: ")
     return str(longrepr)
+
+
+def _user() -> str | None:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry for the uid (containers)
+        return None

@@ -1,0 +1,139 @@
+"""The replay report as a browser shows it (headless Chromium): issue #15's complaints, measured.
+
+The README's replay command gives 5 judged rows and 44 skipped ones. Asserted on the rendered
+page: its height with the skipped rows folded, the worst verdict first, the verdict cells'
+pixel colours in a screenshot, the plots' width, legends inside their SVG (real text metrics),
+the off-scale note clear of the markers, and the INFRA cause shown once. Set
+PERFGATE_SCREENSHOT_DIR to keep the full-page PNG.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from suite.pytester_suite import EXAMPLES
+from testutil import require
+
+from report.chromium import Browser, find_chromium, png_pixels
+
+pytest_plugins = ["pytester"]
+MAX_HEIGHT_PX = 3000  # 44 skipped rows expanded made ~10,000 px
+RED, AMBER = (244, 199, 195), (253, 231, 176)  # .pg-red / .pg-amber backgrounds (page.CSS)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    binary = find_chromium()
+    require(binary is not None, "Chromium (apt-get install chromium; scripts/install --full)")
+    b = Browser(binary, width=1400, height=900)
+    yield b
+    b.close()
+
+
+def _replay_report(suite) -> Path:
+    suite.real_baselines()
+    result = suite.run(
+        f"--replay={suite.path.parent / 'replay'}",
+        "-m",
+        "h100",
+        "--html",
+        "report.html",
+        "--self-contained-html",
+    )
+    assert result.ret == 1
+    return suite.path / "report.html"
+
+
+def _pixel(browser: Browser, box: dict, dx: int = 3, dy: int = 3) -> tuple[int, ...]:
+    """The colour a screenshot shows inside an element's box (near its top-left corner)."""
+    clip = {"x": box["x"], "y": box["y"], "width": box["width"], "height": box["height"]}
+    _, _, rows = png_pixels(browser.screenshot(clip))
+    return rows[dy][dx][:3]
+
+
+def _close(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    return all(abs(x - y) <= 6 for x, y in zip(a, b, strict=True))
+
+
+BOX = (
+    "(e => {const r = e.getBoundingClientRect(); return {x: r.left + scrollX, "
+    "y: r.top + scrollY, width: r.width, height: r.height}})"
+)
+
+
+def test_replay_report_in_chromium(suite, browser, tmp_path):
+    shutil.copytree(EXAMPLES, suite.path.parent / "replay")
+    page = _replay_report(suite)
+    browser.load(page)
+    shot = browser.screenshot()
+    keep = os.environ.get("PERFGATE_SCREENSHOT_DIR")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        (Path(keep) / "replay-report.png").write_bytes(shot)
+    width, height, _ = _png_size(shot)
+
+    # 44 skipped rows are one line, not 44 expanded tuples
+    assert browser.js("document.documentElement.scrollHeight") == height
+    assert height < MAX_HEIGHT_PX, height
+    skipped = browser.js("document.querySelector('details.pg-skipped').innerText")
+    assert skipped.startswith("44 rows skipped, 34 deselected")
+    assert browser.js("document.querySelector('details.pg-skipped').open") is False
+    assert (
+        browser.js("document.querySelectorAll('#results-table tbody.results-table-row').length")
+        == 5
+    )
+
+    # worst first: the table's verdict cells in the order REGRESSION, INFRA, INCONCLUSIVE ...
+    verdicts = browser.js(
+        "[...document.querySelectorAll('#results-table td.col-verdict')].map(e => e.innerText)"
+    )
+    assert verdicts == ["REGRESSION", "INFRA", "INCONCLUSIVE", "INCONCLUSIVE", "NO_BASELINE"]
+
+    # the verdict colours, as pixels of the screenshot
+    cells = "document.querySelectorAll('#results-table td.col-verdict')"
+    assert _close(_pixel(browser, browser.js(f"{BOX}({cells}[0])")), RED)
+    assert _close(_pixel(browser, browser.js(f"{BOX}({cells}[1])")), RED)
+    assert _close(_pixel(browser, browser.js(f"{BOX}({cells}[2])")), AMBER)
+    assert _close(_pixel(browser, browser.js(f"{BOX}({cells}[4])")), AMBER)
+
+    # plots at the page's width; their legends inside the SVG, measured with real glyphs
+    page_w = browser.js("document.documentElement.clientWidth")
+    plots = browser.js(
+        "[...document.querySelectorAll('.pg-plot svg')].filter(s => s.getBoundingClientRect()"
+        ".width > 0).map(s => s.getBoundingClientRect().width)"
+    )
+    assert plots and min(plots) >= 0.8 * page_w, (plots, page_w)
+    overflow = browser.js(
+        "[...document.querySelectorAll('.pg-plot svg')].flatMap(s => {"
+        " const o = s.getBoundingClientRect(); if (!o.width) return [];"
+        " return [...s.querySelectorAll('text')].map(t => [t.textContent,"
+        " t.getBoundingClientRect()]).filter(([_, b]) => b.left < o.left || b.top < o.top"
+        " || b.right > o.right || b.bottom > o.bottom).map(([t, _]) => t);})"
+    )
+    assert overflow == []
+    # the off-scale values are written clear of the triangles that mark them
+    hits = browser.js(
+        "[...document.querySelectorAll('.pg-plot svg')].flatMap(s => {"
+        " const n = s.querySelector('text.off-scale'); if (!n) return [];"
+        " const a = n.getBBox();"
+        " return [...s.querySelectorAll('text.clipped')].map(m => m.getBBox()).filter(b =>"
+        " b.x < a.x + a.width && a.x < b.x + b.width &&"
+        " b.y < a.y + a.height && a.y < b.y + b.height"
+        " ).map(b => [b.x, b.y]);})"
+    )
+    assert hits == []
+    # the INFRA row says its cause once; the log line proving it is in the log tail, marked
+    infra = browser.js(
+        "[...document.querySelectorAll('#results-table tbody.results-table-row')]"
+        ".find(t => t.querySelector('td.col-verdict').innerText === 'INFRA').innerText"
+    )
+    assert infra.count("Tried to allocate 1.50 GiB") == 1
+    assert infra.count("OOM") == 1
+    assert width == page_w
+
+
+def _png_size(data: bytes) -> tuple[int, int, None]:
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big"), None
