@@ -259,6 +259,11 @@ def _tqdm(
     # The postfix of one bar state: from the `[` that opens it to the `]` that closes it.
     lo = line.rfind("[", prev_end, start)
     hi = line.find("]", end, stop)
+    # A state cut before its `]` and glued to the next one ends where the next bar begins
+    # (`...in s=49.50Epoch 0: :  53%|█████▎    | 8/15 [`): its fields must not mix in.
+    nxt = _TQDM_BAR.search(line, end, stop)
+    if nxt is not None and (hi < 0 or nxt.start() < hi):
+        hi = nxt.start()
     region = line[lo + 1 if lo >= 0 else prev_end : hi if hi >= 0 else stop]
     f = {k.strip(): v for k, v in _TQDM_FIELD.findall(region)}
     v: dict[str, float] = {}
