@@ -139,8 +139,8 @@ def _add_parse_command(sub: argparse._SubParsersAction) -> None:
         "--tokens-per-step",
         type=float,
         metavar="N",
-        help="global tokens per step (gbs * seq_len): derives step times for Automodel and "
-        "TorchTitan logs, which log throughput only",
+        help="global tokens per step (gbs * seq_len): derives step times for TorchTitan logs, "
+        "and for Automodel logs whose num_label_tokens equals it (else their timestamps)",
     )
     p.add_argument("--num-gpus", type=int, metavar="N", help="GPUs of the run (TorchTitan)")
     p.add_argument(

@@ -257,11 +257,28 @@ def test_automodel_step_time_is_derived_from_tokens_per_step():
     assert two.steps[0].tokens_per_s_per_gpu == pytest.approx(132005.57 / 2)
 
 
-def test_automodel_without_tokens_per_step_says_what_to_pass():
-    with pytest.raises(LogParseError, match=r"automodel_train_ft\.log: .*tokens_per_step"):
-        logs.parse_files([LOGS / "automodel_train_ft.log"])
+def test_automodel_without_a_usable_rate_or_timestamps_says_what_it_needs():
+    with pytest.raises(LogParseError, match=r"<text>: .*no two timestamped lines"):
+        logs.parse_text(AUTOMODEL_H200)
     (st,) = logs.parse_text(AUTOMODEL_H200, tokens_per_step=524288).steps
     assert (st.step, st.step_time_s) == (4, pytest.approx(524288 / 15014.28))
+
+
+def test_automodel_sft_step_times_come_from_the_timestamps_not_gbs_times_seq_len():
+    # Fine-tuning: tps counts each step's own non-padding tokens, which vary (num_label_tokens
+    # 21230...37370). gbs * seq_len / tps would make every step several times too long; the
+    # log's own timestamps (15:48:59, 15:49:02, 15:49:07 ...) give the time between steps.
+    for tokens in (None, 8 * 65536):
+        s = logs.parse_files([LOGS / "automodel_sft_pr3473.log"], tokens_per_step=tokens)
+        assert [st.step for st in s.steps] == [14, 15, 16, 17, 18, 19]
+        assert s.step_times == [3.0, 5.0, 4.0, 3.0, 4.0, 4.0]
+        assert any("1 s resolution" in n for n in s.notes)
+    # The derived times agree with the logged rate: tps x time covers at least the labels.
+    tps = [10144.41, 10021.50, 7053.11, 9875.75, 10336.78, 11082.01]
+    labels = [25518, 37370, 27459, 21230, 31577, 30305]
+    for t, rate, n in zip(s.step_times, tps, labels, strict=True):
+        assert rate * t >= n
+    assert s.steps[1].loss == 0.7045 and s.steps[1].tokens_per_s_per_gpu == 1252.69
 
 
 def test_automodel_benchmark_recipe_lines():

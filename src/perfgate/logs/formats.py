@@ -102,6 +102,7 @@ _AUTOMODEL_FIELDS = {
 }
 _GPU_UTIL = re.compile(r"\s*GPU utilization:\s*(" + _NUM + r")\s*(?:MODEL_)?TFLOP/s/GPU")
 _TQDM_BAR = re.compile(r"\|\s*(\d+)/\d+\s*\[|(\d+)it\s*\[")  # `| 7/15 [` or `1it [`
+_AM_LABEL_TOKENS = re.compile(r"\| num_label_tokens (\d+)")
 _AM_MEM = re.compile(r"Max Memory Allocated: (" + _NUM + ") GB")
 _AM_LOSS = re.compile(r"\bloss=(" + _NUM + ")")
 _LOG_TIME = re.compile(r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[,.](\d{1,6}))?")
@@ -330,7 +331,7 @@ def _memory(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_e
 
 def _automodel(
     m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int
-) -> Record:
+) -> Record | None:
     text = line[start:stop]
     v: dict[str, float] = {}
     for key, regex in _AUTOMODEL_FIELDS.items():
@@ -342,8 +343,11 @@ def _automodel(
             v["tokens_per_s_per_dp_rank"] = float(fm.group(2))
         else:
             v[key] = float(fm.group(1))
+    labels = _AM_LABEL_TOKENS.search(text)
+    if labels:
+        v["num_label_tokens"] = float(labels.group(1))
     # train_ft's step counter is 0-based (logged before it is incremented).
-    return Record(AUTOMODEL, int(m.group(1)), v)
+    return Record(AUTOMODEL, int(m.group(1)), v, time=_log_time(line, prev_end, start))
 
 
 def _am_iter(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int) -> Record:
