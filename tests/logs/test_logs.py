@@ -281,6 +281,29 @@ def test_automodel_sft_step_times_come_from_the_timestamps_not_gbs_times_seq_len
     assert s.steps[1].loss == 0.7045 and s.steps[1].tokens_per_s_per_gpu == 1252.69
 
 
+def test_automodel_validation_line_glued_after_the_progress_bar_is_not_a_training_step():
+    # Automodel draws a tqdm bar on rank 0 with a loss/lr/tps postfix (recipes/base_recipe.py
+    # _update_progress_bar) and logs validation with train_ft.py's f-string
+    # '[val] name "{}" | step {} | epoch {} | loss {:.4f} | lr {:.2e} | num_label_tokens {}';
+    # the logging line lands right after the bar's last redraw, on the same line. The bar
+    # state and the validation numbers are formatted from those sources (not from a log).
+    lines = (LOGS / "automodel_sft_pr3473.log").read_text().splitlines()
+    bar = (
+        "Training:  75%|███████▌  | 15/20 [00:55<00:18,  3.70s/step, loss=0.7505, lr=1.00e-05, "
+        "tps=10144]"
+    )
+    val = (
+        '2026-08-10 15:49:04 | INFO | root | [val] name "default" | step 14 | epoch 0 | '
+        "loss 0.7311 | lr 1.00e-05 | num_label_tokens 4821"
+    )
+    lines.insert(2, "\r" + bar + val)  # after step 14's training line
+    s = logs.parse_text("\n".join(lines))
+    st = {x.step: x for x in s.steps}
+    assert (st[14].loss, st[14].step_time_s) == (0.7505, 3.0)  # the training record
+    assert st[15].step_time_s == 5.0  # measured from step 14's line, not the validation's
+    assert not any("repeated" in n for n in s.notes)
+
+
 def test_automodel_benchmark_recipe_lines():
     # Line shapes of nemo_automodel/recipes/llm/benchmark.py (f-strings), behind Automodel's
     # "%(asctime)s | %(levelname)s | %(name)s | %(message)s" log format.

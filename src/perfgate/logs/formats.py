@@ -102,6 +102,8 @@ _AUTOMODEL_FIELDS = {
 }
 _GPU_UTIL = re.compile(r"\s*GPU utilization:\s*(" + _NUM + r")\s*(?:MODEL_)?TFLOP/s/GPU")
 _TQDM_BAR = re.compile(r"\|\s*(\d+)/\d+\s*\[|(\d+)it\s*\[")  # `| 7/15 [` or `1it [`
+# Automodel's validation line: `[val] name "default" | step 9 | epoch 0 | loss ...`.
+_AM_VAL = re.compile(r"\[val\](?: name \"[^\"]*\")? \|\s*$")
 _AM_LABEL_TOKENS = re.compile(r"\| num_label_tokens (\d+)")
 _AM_MEM = re.compile(r"Max Memory Allocated: (" + _NUM + ") GB")
 _AM_LOSS = re.compile(r"\bloss=(" + _NUM + ")")
@@ -332,6 +334,8 @@ def _memory(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_e
 def _automodel(
     m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int
 ) -> Record | None:
+    if _AM_VAL.search(line, prev_end, start):
+        return None  # a validation line (`[val] name "default" | step 9 | ...`), not a step
     text = line[start:stop]
     v: dict[str, float] = {}
     for key, regex in _AUTOMODEL_FIELDS.items():
