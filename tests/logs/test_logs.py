@@ -11,6 +11,7 @@ from logdata import (
     LOGS,
     MEGATRON_2021,
     MEGATRON_DEFAULT7,
+    MEGATRON_LOSS_KEY,
     NEMO2_DGXC,
     NEMO2_TIMESTAMPED,
     fixture_text,
@@ -168,6 +169,25 @@ def test_megatron_memory_report_in_megabytes():
     assert st.mem_allocated_gib == pytest.approx(20480.5 / 1024)
     assert st.mem_peak_gib == pytest.approx(40.0)
     assert st.mem_reserved_gib == pytest.approx(50.0)
+
+
+def test_megatron_2020_lines_without_colons_give_the_loss_and_the_memory_report():
+    # `learning rate 1.210E-04 | lm loss 1.112287E-01 |` (no colons), and report_memory's
+    # `after 100 iterations memory (MB) | ... | max cached: 7890.0` (no brackets, "cached").
+    s = logs.parse_files([LOGS / "megatron_2020_gpt2.log"])
+    assert s.format == "megatron" and s.log_interval == 100
+    assert [(st.step, st.step_time_s, st.loss) for st in s.steps] == [
+        (99, 0.8109, 5.023855),
+        (199, 0.8442, 0.1112287),
+        (299, 0.8247, 0.008868908),
+    ]
+    assert s.steps[0].mem_peak_gib == pytest.approx(6237.830078125 / 1024)
+    assert s.steps[0].mem_reserved_gib == pytest.approx(7890.0 / 1024)
+
+
+def test_megatron_loss_dict_named_loss_is_read():
+    (st,) = logs.parse_text(MEGATRON_LOSS_KEY).steps
+    assert (st.step, st.step_time_s, st.loss, st.grad_norm) == (3099, 3.7721, 0.2947306, 0.601)
 
 
 # --- NeMo 2 ---------------------------------------------------------------------------------
@@ -348,6 +368,9 @@ def test_torchtitan_step_times_from_log_timestamps():
     assert s.steps[0].tokens_per_s_per_gpu == 5593.0  # `tps: 5,593`
     assert (s.steps[0].tflops_per_gpu, s.steps[0].mfu) == (323.92, 0.3275)
     assert s.steps[0].mem_reserved_gib == 49.66
+    # `loss:` is the first field after `step:`; the memory TorchTitan logs is its reserved peak.
+    assert [st.loss for st in s.steps] == [6.0388, 6.0348, 5.9670, 5.8311, 5.8383]
+    assert s.steps[0].peak_memory_gib == 49.66
     assert any("timestamps" in n for n in s.notes)
 
 

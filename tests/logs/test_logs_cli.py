@@ -92,3 +92,11 @@ def test_parse_automodel_without_a_rate_or_two_timestamps_is_one_line(tmp_path, 
     assert main(["parse", str(log)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--tokens-per-step" in err and "training.log" in err
+
+
+def test_parse_shows_torchtitan_loss_and_memory(capsys):
+    assert main(["parse", str(LOGS / "torchtitan_gc_profiler.log")]) == 0
+    out = capsys.readouterr().out
+    assert "peak_memory_gib" in out
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith("209 ")]
+    assert rows == [["209", "1.465", "323.9", "49.66", "6.039", "-"]]  # 4 significant digits

@@ -113,7 +113,7 @@ def convention_of(row: Row, convention: str | None = None) -> str:
 
 
 def _peak_memory(series: StepSeries) -> float | None:
-    peaks = [s.mem_peak_gib for s in series.steps if s.mem_peak_gib is not None]
+    peaks = [s.peak_memory_gib for s in series.steps if s.peak_memory_gib is not None]
     return max(peaks) if peaks else None
 
 
@@ -293,7 +293,9 @@ def pooled_measured(
     # Between runs (launch-to-launch noise included) when there are several, else within one.
     se = p["spread_s"] / math.sqrt(k) if p["spread_s"] is not None else summaries[0].se_s
     tokens, tflops, mfu, peak = throughput(row, p["step_time_s"])
-    memory = [s.mem_peak_gib for r in runs if r.series for s in r.series.steps if s.mem_peak_gib]
+    memory = [
+        s.peak_memory_gib for r in runs if r.series for s in r.series.steps if s.peak_memory_gib
+    ]
     return Measured(
         step_time_s=p["step_time_s"],
         se_s=se,
