@@ -62,6 +62,15 @@ class _Entry:
         return self.result is not None
 
 
+def sbatch_error(text: str) -> str:
+    """sbatch's own complaint, on one line: its `sbatch: ...` lines (not the "Try sbatch
+    --help" hint), else the lines that say error, else the last line."""
+    lines = [x.strip() for x in text.strip().splitlines() if x.strip()]
+    said = [x for x in lines if x.startswith("sbatch:")]
+    said = said or [x for x in lines if "error" in x.lower()] or lines[-1:]
+    return "; ".join(said)
+
+
 def require_slurm() -> None:
     """A one-line error on a machine without Slurm's commands, before any row is planned."""
     missing = [c for c in ("sbatch", "srun", "squeue", "scancel") if shutil.which(c) is None]
@@ -165,15 +174,12 @@ class LaunchSession:
                 ex.update_parameters(timeout_min=e.ctx.time_limit_min, tasks_per_node=1, nodes=1)
             job = ex.submit(run_job, e.ctx)
         except Exception as err:  # sbatch refused: a bad partition, account, QOS, limit
-            text = str(err).strip().splitlines()
-            line = next(
-                (x for x in reversed(text) if "error" in x.lower()), text[-1] if text else ""
-            )
+            line = sbatch_error(str(err))
             e.result = RunResult(
                 e.row.id,
                 None,
                 "NOT_SUBMITTED",
-                diagnosis=Diagnosis("SUBMIT", f"sbatch refused the job: {line.strip()}", line),
+                diagnosis=Diagnosis("SUBMIT", f"sbatch refused the job: {line}", line),
                 sbatch_script=e.plan.sbatch_script,
                 job_dir=e.plan.job_dir,
             )
