@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -115,6 +116,7 @@ def test_ctrl_c_cancels_every_job_of_the_session(slurm_cluster, tmp_path, squeue
     proc = suite.start(*POLL)
     jobs = suite.session_jobs(n=2)
     running(jobs.values())
+    time.sleep(1.5)  # the session polls every 0.5 s: let it see them running
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 2, out  # pytest's "interrupted"
@@ -129,6 +131,17 @@ def test_ctrl_c_cancels_every_job_of_the_session(slurm_cluster, tmp_path, squeue
     assert all(state[rid]["cancelled"] for rid in jobs)
     for job in jobs.values():
         assert sacct_fields(job)["State"].startswith("CANCELLED")
+    # One scancel per job: slurmctld logs every kill request it receives.
+    log = (Path(slurm_cluster["dir"]) / "log" / "slurmctld.log").read_text()
+    for job in jobs.values():
+        assert len(re.findall(rf"REQUEST_KILL_JOB JobId={job} ", log)) == 1, job
+    # The rows were running, and the message says so (not "rows that never ran").
+    said = [line for line in out.splitlines() if line.startswith("perfgate: interrupted;")]
+    assert said == [
+        "perfgate: interrupted; cancelled "
+        + ", ".join(f"{rid} (job {job}, RUNNING)" for rid, job in jobs.items())
+    ], out
+    assert "never ran" not in out and "no test waited for" not in out
 
 
 def test_resume_reattaches_after_pytest_is_killed(slurm_cluster, tmp_path, sacct_jobs):

@@ -104,6 +104,9 @@ class LaunchSession:
         self._last_poll = 0.0
         self._old_handlers: dict[int, Any] = {}
         self._cancelling = False
+        self._scancelled: set[str] = set()  # job ids scancel was run for: never twice
+        # (row id, job id, its state then) of every job cancel_all cancelled, in order
+        self.cancelled: list[tuple[str, str, str]] = []
         self.state_path = self.results_dir / STATE_FILE
         self._saved = self._load_state() if resume else {}
 
@@ -403,16 +406,26 @@ class LaunchSession:
         return progress(e.plan.job_dir, e.ctx.steps, len(e.ctx.launches) > 1)
 
     def cancel_all(self) -> list[str]:
-        """scancel every job this session submitted and not finished; rows not yet submitted
-        are not submitted. Returns the cancelled job ids."""
+        """scancel every job this session submitted, not finished and not cancelled yet; rows
+        not yet submitted are not submitted. Returns the job ids cancelled by this call."""
         self._cancelling = True
-        ids = [e.job_id for e in self.entries.values() if e.job_id and not e.done]
+        live = [
+            e
+            for e in (self.entries[rid] for rid in self.order)
+            if e.job_id and not e.done and e.job_id not in self._scancelled
+        ]
+        ids = [e.job_id for e in live if e.job_id]
         if self.options.executor == "slurm":
             self._cancel_ids(ids)
         else:
-            for e in self.entries.values():
-                if e.local_job is not None and not e.done:
+            for e in live:
+                if e.local_job is not None:
                     e.local_job.cancel(check=False)
+            self._scancelled.update(ids)
+        for e in live:
+            self.cancelled.append(
+                (e.row.id, e.job_id or "", e.info.state if e.info else "SUBMITTED")
+            )
         for e in self.entries.values():
             if e.job_id is None and e.result is None:
                 e.result = RunResult(
@@ -424,12 +437,14 @@ class LaunchSession:
                     ),
                     job_dir=e.plan.job_dir,
                 )
-        self._save_state(cancelled=set(ids))
+        self._save_state(cancelled=self._scancelled)
         return ids
 
     def _cancel_ids(self, ids: Sequence[str | None]) -> None:
-        ids = [i for i in ids if i]
+        """One scancel for the ids not cancelled before (a job is scancel'ed at most once)."""
+        ids = [i for i in ids if i and i not in self._scancelled]
         if ids:
+            self._scancelled.update(ids)
             subprocess.run(["scancel", *ids], capture_output=True, timeout=60)
 
     def install_signal_handlers(self) -> None:

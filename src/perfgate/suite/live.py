@@ -105,17 +105,27 @@ class LiveRunner:
         return self._digests.fill(self._session.result(row.id))
 
     def finish(self) -> list[str]:
-        """At the end of the session: cancel jobs whose rows never ran (e.g. -x stopped
-        the session) and restore signal handlers; returns the cancelled job ids."""
+        """At the end of the session: cancel the jobs no test waited for (e.g. -x stopped the
+        session) and restore signal handlers; returns "row (job J, STATE)" per job cancelled."""
         try:
-            return self._session.cancel_all() if self._submitted else []
+            return self.cancel_all() if self._submitted else []
         finally:
             if self._handlers:
                 self._session.restore_signal_handlers()
 
     def cancel_all(self) -> list[str]:
-        """Cancel every job of the session (interrupt)."""
-        return self._session.cancel_all()
+        """Cancel every job of the session not cancelled yet; "row (job J, STATE)" for each."""
+        done = len(self._session.cancelled)
+        self._session.cancel_all()
+        return [_cancelled(*c) for c in self._session.cancelled[done:]]
+
+    def cancelled(self) -> list[str]:
+        """Every job the session cancelled so far (a signal handler may have done it)."""
+        return [_cancelled(*c) for c in self._session.cancelled]
+
+
+def _cancelled(row_id: str, job_id: str, state: str) -> str:
+    return f"{row_id} (job {job_id}, {state})"
 
 
 def _image_files(options: LaunchOptions) -> list[str]:

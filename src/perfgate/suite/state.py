@@ -290,13 +290,25 @@ class PerfgateState:
         if self.settings.mode == "live":
             say(self.config, f"perfgate: {rec['row_id']} done: {rec['verdict']}")
 
+    def interrupted(self) -> None:
+        """Ctrl-C: cancel what the signal handler has not, and say what was cancelled."""
+        if self.runner is None:
+            return
+        self.runner.cancel_all()
+        gone = self.runner.cancelled()
+        if gone:
+            say(self.config, "perfgate: interrupted; cancelled " + ", ".join(gone))
+
     def finish(self, metadata: dict[str, Any] | None = None) -> None:
         """End of session: cancel jobs nobody waited for, update baselines, stamp results.json
         (with the login node's metadata the report's environment table shows)."""
         if self.runner is not None:
             left = self.runner.finish()
             if left:
-                say(self.config, f"perfgate: cancelled job(s) of rows that never ran: {left}")
+                say(
+                    self.config,
+                    "perfgate: cancelled the jobs no test waited for: " + ", ".join(left),
+                )
         if self.is_worker:
             return
         self.recorder.finish()
