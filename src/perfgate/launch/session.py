@@ -27,7 +27,7 @@ from submitit.core.utils import pickle_load
 
 from perfgate.catalog import Row
 from perfgate.errors import ConfigError, PerfgateError
-from perfgate.launch import planning, statefile
+from perfgate.launch import planning, requeues, statefile
 from perfgate.launch.collect import collect_job, progress
 from perfgate.launch.envs import export_secrets
 from perfgate.launch.job import run_job
@@ -56,6 +56,9 @@ class _Entry:
     result: RunResult | None = None
     local_job: Any = None  # submitit LocalJob (local executor)
     resumed: bool = False
+    # Why each earlier attempt ended ("NODE_FAIL on n2", "PREEMPTED"); None while accounting
+    # has not recorded it yet (looked up again on the next polls).
+    requeues: list[str | None] = dataclasses.field(default_factory=list)
 
     @property
     def done(self) -> bool:
@@ -213,7 +216,12 @@ class LaunchSession:
         for rid in self.order:
             e = self.entries[rid]
             if e.job_id and not e.done:
-                changed |= self._check(e)
+                self._track_requeues(e)
+                if self._check(e):
+                    self._track_requeues(e)
+                    assert e.result is not None
+                    e.result = requeues.name_in_result(e.result, e.requeues)
+                    changed = True
         if changed:
             self._save_state()
 
@@ -234,6 +242,9 @@ class LaunchSession:
                 e.unknown_since = e.unknown_since or now
                 continue
             e.unknown_since = None
+            was = e.info.state if e.info else None
+            if requeues.requeued(was, info.state):
+                e.requeues.append(None)  # the attempt that ran has ended: Slurm requeued it
             if info.state == "RUNNING" and (e.info is None or e.info.state != "RUNNING"):
                 e.running_since = now
             if info.state in ("PENDING", "REQUEUED") and (
@@ -242,6 +253,10 @@ class LaunchSession:
                 e.pending_since = now  # a requeued job queues again: its clock restarts
                 e.running_since = None
             e.info = info
+
+    def _track_requeues(self, e: _Entry) -> None:
+        slurm = self.states if self.options.executor == "slurm" else None
+        requeues.track(e.requeues, e.plan.job_dir, e.job_id, slurm)
 
     def _check(self, e: _Entry) -> bool:
         """Finish e when its job is over or past a deadline; True when it finished."""
@@ -398,12 +413,16 @@ class LaunchSession:
                     total_steps=total,
                     run=run,
                     time_left_s=info.time_left_s if info else None,
+                    attempt=len(e.requeues) + 1,
+                    requeues=requeues.named(e.requeues),
                 )
             )
         return out
 
     def _progress(self, e: _Entry) -> tuple[int | None, int | None, str | None]:
-        return progress(e.plan.job_dir, e.ctx.steps, len(e.ctx.launches) > 1)
+        return progress(
+            e.plan.job_dir, e.ctx.steps, len(e.ctx.launches) > 1, attempt=len(e.requeues)
+        )
 
     def cancel_all(self) -> list[str]:
         """scancel every job this session submitted, not finished and not cancelled yet; rows

@@ -7,10 +7,11 @@ The gate is on step time; TFLOP/s and MFU are reported, never gated on.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -191,6 +192,23 @@ def infra(
     )
 
 
+def names_requeues(judge: Callable[..., Evaluation]) -> Callable[..., Evaluation]:
+    """Make a verdict's message say when its job was requeued, and why (node failure,
+    preemption): the measured attempt is not the first one the job started."""
+
+    @functools.wraps(judge)
+    def judged(*args: Any, **kwargs: Any) -> Evaluation:
+        ev = judge(*args, **kwargs)
+        r = ev.result
+        if r is None or not r.requeues:
+            return ev
+        why = ", ".join(r.requeues)
+        return replace(ev, message=f"{ev.message} [attempt {r.attempts}, requeued after {why}]")
+
+    return judged
+
+
+@names_requeues
 def evaluate(
     row: Row,
     result: RunResult,
