@@ -27,7 +27,7 @@ from perfgate.report import dryrun, results, signoff, table, trend
 from perfgate.report.environment import environment
 from perfgate.secrets import redact
 from perfgate.suite import preflight, replay
-from perfgate.suite.live import LiveRunner, say
+from perfgate.suite.live import LiveRunner, say, terminal_display
 from perfgate.suite.recording import HistoryRecorder, is_example_replay
 from perfgate.suite.settings import Settings, repro_command
 from perfgate.verdicts import Evaluation
@@ -169,6 +169,7 @@ class PerfgateState:
                 s.results_dir,
                 resume=s.resume,
                 announce=lambda m: say(self.config, m),
+                display=terminal_display(self.config),
                 poll_s=s.launch.poll_interval_s,
                 more_pairs_for=self.pairs_rule if s.ab else None,
             )
