@@ -9,6 +9,7 @@ controller never sees the items).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
@@ -21,6 +22,7 @@ from perfgate.catalog import Row
 from perfgate.errors import ConfigError
 from perfgate.launch import LaunchSession, images
 from perfgate.launch.digests import ImageDigests
+from perfgate.launch.session import RESULT_CHECK_S
 from perfgate.launch.types import LaunchOptions
 from perfgate.runs import JobStatus, RunResult
 from perfgate.suite.display import BlockDisplay, SparseDisplay
@@ -120,12 +122,17 @@ class LiveRunner:
     def wait(self, row: Row, test_id: str | None = None) -> RunResult:
         """Block until this row's job is over, showing job states meanwhile."""
         self.submit([row], {row.id: test_id} if test_id else None)
+        entry = self._session.entries[row.id]
+        shown_at = -math.inf
         try:
-            while True:
-                st = self._show().get(row.id)
-                if st is None or st.done:
-                    break
-                time.sleep(self._poll_s)
+            while not entry.done:
+                if time.monotonic() - shown_at >= self._poll_s:
+                    shown_at = time.monotonic()
+                    self._show()
+                else:  # between two displays, notice the result within RESULT_CHECK_S
+                    self._session.pump()
+                if not entry.done:
+                    time.sleep(min(RESULT_CHECK_S, self._poll_s))
         finally:
             self._display.pause()
         return self._digests.fill(self._session.result(row.id))
