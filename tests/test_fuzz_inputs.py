@@ -6,7 +6,7 @@ Three kinds of cases, all seeded (the same cases every run):
   changed, run through `perfgate validate` / `perfgate parse` in this process (an exception
   other than perfgate's own one-line error fails the test: it would be a traceback);
 - processes: a few of them run as the user runs them (`python -m perfgate`), with their
-  exit status, stderr, wall time and peak memory (wait4's rusage of that one process),
+  exit status, stderr, wall time and peak memory (the process's own VmHWM),
   including a 200 MB file of garbage that must stream, not load.
 """
 
@@ -19,6 +19,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -282,22 +283,39 @@ def test_mutated_logs_never_escape_as_a_traceback(tmp_path, capsys):
 # --- as a process: exit status, stderr, time and memory -------------------------------------
 
 
+# `python -m perfgate ARGV` that writes its own peak RSS (VmHWM, kB) to $HWM_FILE at exit.
+# wait4's ru_maxrss would not do: a child started by vfork (subprocess does) inherits the
+# parent's high-water mark through exec, so a big pytest process (the whole suite) made
+# every child look 214 MiB.
+_RUN_AND_REPORT_HWM = (
+    "import atexit, os, runpy, sys\n"
+    "def hwm():\n"
+    "    kb = open('/proc/self/status').read().split('VmHWM:')[1].split()[0]\n"
+    "    open(os.environ['HWM_FILE'], 'w').write(kb)\n"
+    "atexit.register(hwm)\n"
+    "sys.argv = ['perfgate', *sys.argv[1:]]\n"
+    "runpy.run_module('perfgate', run_name='__main__', alter_sys=True)\n"
+)
+
+
 def _process(argv: list[str], timeout_s: float) -> tuple[int, str, float, float]:
     """(exit status, stderr, wall seconds, peak RSS in MiB) of `python -m perfgate argv`."""
     start = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "perfgate", *argv],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    killer = threading.Timer(timeout_s, proc.kill)
-    killer.start()
-    err = proc.stderr.read().decode()  # type: ignore[union-attr]
-    _, status, usage = os.wait4(proc.pid, 0)  # this one process's own rusage
-    killer.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    proc.stderr.close()  # type: ignore[union-attr]
-    return proc.returncode, err, time.monotonic() - start, usage.ru_maxrss / 1024
+    with tempfile.NamedTemporaryFile("r") as hwm:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _RUN_AND_REPORT_HWM, *argv],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "HWM_FILE": hwm.name},
+        )
+        killer = threading.Timer(timeout_s, proc.kill)
+        killer.start()
+        err = proc.stderr.read().decode()  # type: ignore[union-attr]
+        proc.wait()
+        killer.cancel()
+        proc.stderr.close()  # type: ignore[union-attr]
+        peak_kib = float(hwm.read() or "inf")
+    return proc.returncode, err, time.monotonic() - start, peak_kib / 1024
 
 
 @pytest.fixture(scope="session")

@@ -139,8 +139,8 @@ def _add_parse_command(sub: argparse._SubParsersAction) -> None:
         "--tokens-per-step",
         type=float,
         metavar="N",
-        help="global tokens per step (gbs * seq_len): derives step times for Automodel and "
-        "TorchTitan logs, which log throughput only",
+        help="global tokens per step (gbs * seq_len): derives step times for TorchTitan logs, "
+        "and for Automodel logs whose num_label_tokens equals it (else their timestamps)",
     )
     p.add_argument("--num-gpus", type=int, metavar="N", help="GPUs of the run (TorchTitan)")
     p.add_argument(
@@ -176,10 +176,11 @@ def _add_parse_command(sub: argparse._SubParsersAction) -> None:
             print(f"reported {key}  {fmt.plain(key, value)}")
         for note in data["summary"]["notes"]:
             print(f"note: {note}")
-        cols = ("step", "step_time_s", "tflops_per_gpu", "mem_peak_gib", "loss", "grad_norm")
+        cols = ("step", "step_time_s", "tflops_per_gpu", "peak_memory_gib", "loss", "grad_norm")
         print("  ".join(f"{c:>14}" for c in cols))
-        for step in data["steps"]:
-            print("  ".join(f"{fmt.plain(c, step[c]):>14}" for c in cols))
+        for step, st in zip(data["steps"], series.steps, strict=True):
+            row = {**step, "peak_memory_gib": st.peak_memory_gib}
+            print("  ".join(f"{fmt.plain(c, row[c]):>14}" for c in cols))
         return 0
 
     p.set_defaults(func=run)

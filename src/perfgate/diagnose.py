@@ -95,6 +95,10 @@ EXCEPTION = re.compile(
 SRUN_ERROR = re.compile(r"^srun: (?:error|fatal): (?!.*: tasks? [\d,-]+: ).*")
 SRUN_TASK_EXIT = re.compile(r"srun: error: (\S+): tasks? ([\d,-]+): (Exited with exit code \d+|.*)")
 
+# srun's own report of the node that failed; slurmstepd's `*** JOB 4 ON n1 CANCELLED ... DUE
+# TO NODE FAILURE ***` names the batch host, which is usually a healthy node.
+NODE_FAILURE = re.compile(r".*srun: error: Node failure on (?P<node>\S+).*")
+
 SLURM_CAUSES = {
     "CANCELLED": ("CANCELLED", "the job was cancelled"),
     "PREEMPTED": ("PREEMPTED", "the job was preempted"),
@@ -124,6 +128,16 @@ def failing_tasks(text: str) -> list[int]:
             lo, _, hi = part.partition("-")
             if lo.isdigit():
                 out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def failed_nodes(logs: Sequence[tuple[str, str]]) -> list[str]:
+    """The nodes srun reported as failed in these logs, in order, each once."""
+    out: list[str] = []
+    for _, text in logs:
+        for m in NODE_FAILURE.finditer(text):
+            if m.group("node") not in out:
+                out.append(m.group("node"))
     return out
 
 
@@ -201,6 +215,10 @@ def diagnose(
         cause, msg = SLURM_CAUSES[state]
         if kill and "TIME LIMIT" in kill[0]:
             cause, msg = "TIMEOUT", "the job hit its time limit"
+        down = find_line(logs, NODE_FAILURE) if cause == "NODE_FAIL" else None
+        if down:
+            node = NODE_FAILURE.match(down[0]).group("node")  # type: ignore[union-attr]
+            return make(cause, f"node {node} of the allocation failed", down[0], down[1])
         return make(cause, msg, kill[0] if kill else None, kill[1] if kill else None)
     # A launch that exited 0 with its steps done cannot have died of OOM/NCCL/container
     # trouble; only a NaN can still spoil it (NCCL_DEBUG=INFO floods must not be misread).

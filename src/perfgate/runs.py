@@ -88,6 +88,7 @@ class RunResult:
     sbatch_script: str | None = None
     job_dir: str | None = None
     notes: tuple[str, ...] = ()  # e.g. "requeued once: only attempt 2 was measured"
+    requeues: tuple[str, ...] = ()  # why each earlier attempt ended, e.g. "NODE_FAIL on n2"
 
     @property
     def ok(self) -> bool:
@@ -108,12 +109,16 @@ class JobStatus:
     run: str | None = None  # e.g. "2/6 candidate" in A/B jobs
     time_left_s: float | None = None
     done: bool = False
+    attempt: int = 1  # 2 after one requeue (node failure, preemption)
+    requeues: tuple[str, ...] = ()  # why each earlier attempt ended, e.g. "NODE_FAIL on n2"
 
     def line(self) -> str:
         """One human line: row, job, state and progress."""
         parts = [self.row_id, f"job {self.job_id}" if self.job_id else "not submitted", self.state]
         if self.reason and self.state == "PENDING":
             parts.append(f"({self.reason})")
+        if self.requeues:
+            parts.append(f"attempt {self.attempt}, requeued after {', '.join(self.requeues)}")
         if self.run:
             parts.append(f"run {self.run}")
         if self.step is not None and self.total_steps:

@@ -159,7 +159,7 @@ BAD = [
                 "provenance": {"source": "x"},
             }
         ),
-        "field 'baseline.flops_convention': unknown value 'hf'; known: nemo2, megatron",
+        "field 'baseline.flops_convention': unknown value 'hf'; known: nemo2, nemo2_2509, megatron",
     ),
     (
         _row(baseline={"step_time_s": 1.0, "n_runs": 0, "provenance": {"source": "x"}}),

@@ -324,3 +324,46 @@ def test_every_catalog_convention_has_one_count_and_nemo2_covers_every_family():
     assert families <= set(nemo2.FORMULAS)  # nemo2 is the fallback convention of any model
     for name in models.MODELS:
         assert flops.flops_per_sample(name, 4096, convention="nemo2") > 0
+
+
+# --- container eras: nemo2_2509 (NeMo 2 in 25.09+), megatron_bridge (Bridge >= v0.5.0) --------
+
+
+def test_nemo2_2509_counts_llama4_by_the_halved_llama3_formula():
+    # NeMo r2.5.0 flops_formulas.llama3 (callback: "llama4": llama3), Llama 4 Scout at 8192:
+    # gbs * s * L * h^2 * (12 + 12 g/n + 18 ffn/h + 12 s/h * 0.5 + 6 * 128256 / (L h)).
+    s, L, h = 8192, 48, 5120
+    by_hand = s * L * h * h * (12 + 12 * 8 / 40 + 18 * 16384 / h + 6 * s / h + 6 * 128256 / (L * h))
+    count = flops.flops_per_sample("llama4_e16", s, convention="nemo2_2509")
+    assert count == pytest.approx(by_hand, rel=1e-12)
+    # It is neither the <= 25.07 count (attention not halved) nor Megatron's (MoE counted).
+    assert flops.flops_per_sample("llama4_e16", s, convention="nemo2") - count == pytest.approx(
+        6 * s * s * L * h, rel=1e-12
+    )
+    megatron = flops.flops_per_sample("llama4_e16", s, convention="megatron")
+    assert abs(count / megatron - 1) > 0.02
+    # Families whose formula did not change in r2.5.0 count as nemo2.
+    for name in ("qwen3_30b_a3b", "deepseek_v3", "gpt_oss_120b"):
+        assert flops.flops_per_sample(name, 4096, convention="nemo2_2509") == (
+            flops.flops_per_sample(name, 4096, convention="nemo2")
+        )
+
+
+def test_megatron_bridge_counts_the_gpt_oss_sliding_window():
+    # Bridge v0.5.0 flop_utils: window_size (127, 0) -> W = 128; layer i windowed unless
+    # (i + 1) % 2 == 0 (18 of 36); a windowed layer's core attention is 6 * q_proj * 2 * ctx
+    # per token with ctx = W - W (W - 1) / (2 s), instead of Megatron-LM's 6 * q_proj * s.
+    q_proj = 64 * 64
+    for s, ratio in ((4096, 1.052), (8192, 1.102)):
+        ctx = 128 - 128 * 127 / (2 * s)
+        megatron = flops.flops_per_sample("gpt_oss_120b", s, convention="megatron")
+        bridge = flops.flops_per_sample("gpt_oss_120b", s, convention="megatron_bridge")
+        assert megatron - bridge == pytest.approx(18 * s * 6 * q_proj * (s - 2 * ctx), rel=1e-12)
+        assert megatron / bridge == pytest.approx(ratio, abs=5e-4)  # +5% at 4k, +10% at 8k
+        # NeMo's own gpt_oss formula counts the window too (its vocab is unpadded): agree.
+        nemo = flops.flops_per_sample("gpt_oss_120b", s, convention="nemo2")
+        assert bridge == pytest.approx(nemo, rel=1e-4)
+    # No window, no difference: Llama counts as Megatron-LM does.
+    assert flops.flops_per_sample("llama3_8b", 8192, convention="megatron_bridge") == (
+        flops.flops_per_sample("llama3_8b", 8192, convention="megatron")
+    )

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import shutil
 import signal
 import subprocess
@@ -67,6 +69,38 @@ class SuiteDir:
             out, _ = proc.communicate(timeout=60)
             raise AssertionError(f"pytest did not finish in {timeout} s:\n{out}") from None
         return proc.returncode, out, time.monotonic() - t0
+
+    def run_tty(self, *args: str, timeout: float = 300) -> tuple[int, str]:
+        """pytest to the end on a pseudo-terminal, as in a user's shell: (status, raw output)."""
+        master, slave = pty.openpty()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+            cwd=self.path,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200", "TERM": "xterm"},
+        )
+        os.close(slave)
+        chunks: list[bytes] = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # the child closed the terminal
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            elif proc.poll() is not None:
+                break
+        else:
+            proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=60)
+        os.close(master)
+        return code, b"".join(chunks).decode("utf-8", "replace")
 
     def results(self) -> dict[str, Any]:
         """results.json of the last session."""

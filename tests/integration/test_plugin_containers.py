@@ -43,7 +43,7 @@ def gate(container_images, tmp_path_factory) -> dict[str, Any]:
     # one word each: pytest would take a path given as its own word for its rootdir
     images = (f"--container-image={container_images['baseline']}",)
     images += (f"--candidate-image={container_images['candidate']}",)
-    args = (*images, "--tolerance", "0.03", "--poll-interval", "0.5", "-v")
+    args = (*images, "--all-rows", "--tolerance", "0.03", "--poll-interval", "0.5", "-v")
     code, out, _ = suite.run(*args, "--html", "report.html", timeout=420)
     assert (suite.results_dir / "results.json").exists(), out
     return {"code": code, "out": out, "rows": suite.results()["rows"], "suite": suite}

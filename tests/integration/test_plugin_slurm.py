@@ -8,11 +8,13 @@ process, and --resume after one is killed.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import signal
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -92,6 +94,11 @@ def test_all_rows_submitted_at_session_start_and_states_shown(sweep):
         assert shown and shown[0] < first_done, rid
         done = lines.index(f"perfgate: {rid} done: {rec['verdict']}")
         assert shown[-1] < done
+    # Not a terminal: a row's line is printed when its state changes, not on every poll.
+    for rid in rows:
+        own = [ln for ln in lines if ln.startswith(f"perfgate: {rid} job ")]
+        assert len(own) <= 6, own
+        assert all(a != b for a, b in itertools.pairwise(own)), own
     assert re.search(r"perfgate: \S+ job \d+ PENDING", out)  # queued (five nodes wanted)
     assert re.search(r"perfgate: \S+ job \d+ RUNNING( run 1/1 baseline)? step \d+/20", out)
     acct = {rid: sacct_fields(rec["job"]["job_id"]) for rid, rec in rows.items()}
@@ -115,6 +122,7 @@ def test_ctrl_c_cancels_every_job_of_the_session(slurm_cluster, tmp_path, squeue
     proc = suite.start(*POLL)
     jobs = suite.session_jobs(n=2)
     running(jobs.values())
+    time.sleep(1.5)  # the session polls every 0.5 s: let it see them running
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 2, out  # pytest's "interrupted"
@@ -129,6 +137,17 @@ def test_ctrl_c_cancels_every_job_of_the_session(slurm_cluster, tmp_path, squeue
     assert all(state[rid]["cancelled"] for rid in jobs)
     for job in jobs.values():
         assert sacct_fields(job)["State"].startswith("CANCELLED")
+    # One scancel per job: slurmctld logs every kill request it receives.
+    log = (Path(slurm_cluster["dir"]) / "log" / "slurmctld.log").read_text()
+    for job in jobs.values():
+        assert len(re.findall(rf"REQUEST_KILL_JOB JobId={job} ", log)) == 1, job
+    # The rows were running, and the message says so (not "rows that never ran").
+    said = [line for line in out.splitlines() if line.startswith("perfgate: interrupted;")]
+    assert said == [
+        "perfgate: interrupted; cancelled "
+        + ", ".join(f"{rid} (job {job}, RUNNING)" for rid, job in jobs.items())
+    ], out
+    assert "never ran" not in out and "no test waited for" not in out
 
 
 def test_resume_reattaches_after_pytest_is_killed(slurm_cluster, tmp_path, sacct_jobs):
@@ -149,3 +168,22 @@ def test_resume_reattaches_after_pytest_is_killed(slurm_cluster, tmp_path, sacct
     assert len(rec["runs"][0]["steps"]) == 40
     # one job for the row in accounting: nothing was submitted twice
     assert [j["job_id"] for j in sacct_jobs(f"perfgate-{row.id}", expect=1)] == [job]
+
+
+def test_a_terminal_gets_one_block_redrawn_in_place(slurm_cluster, tmp_path):
+    suite = SuiteDir(tmp_path)
+    rows = [
+        with_baseline(one_node(f"tty{i}", "--step-s", "0.2", steps=30), 0.2, 0.5) for i in (0, 1)
+    ]
+    suite.write_rows(rows)
+    code, raw = suite.run_tty(*POLL)
+    assert code == 0, raw
+    # The block (a count by state, then a line per waiting row) is redrawn over itself:
+    # cursor up to its first line and clear below, once per poll; no line per row per poll.
+    assert re.search(r"perfgate: 2 row\(s\): .*RUNNING", raw), raw
+    redraws = len(re.findall(r"\x1b\[\d+F\x1b\[J", raw))
+    assert redraws >= 5, raw
+    for row in rows:
+        assert f"  {row.id} job " in raw  # inside the block, indented
+        assert f"perfgate: {row.id} job " not in raw  # never as a line of its own
+        assert f"perfgate: {row.id} done: PASS" in raw

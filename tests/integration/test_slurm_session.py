@@ -145,3 +145,35 @@ def test_concurrency_cap_and_poll(slurm_cluster, fake_row, tmp_path, sacct_jobs)
     for t in sorted({s for s, _ in spans}):
         assert sum(1 for s, e in spans if s <= t < e) <= 2  # never more than 2 at once
     assert all(s.done for s in session.poll())
+
+
+def test_slurm_param_flags_without_a_value_and_sbatch_refusals(slurm_cluster, fake_row, tmp_path):
+    from perfgate.suite.settings import parse_slurm_params
+
+    row = fake_row("flag", "--step-s", "0.05", steps=10, num_gpus=1)
+    params = parse_slurm_params(["no-requeue=", "comment=perfgate test"])
+    assert params == {"no-requeue": True, "comment": "perfgate test"}
+    session = LaunchSession(LaunchOptions(poll_interval_s=0.5, slurm_params=params), tmp_path)
+    session.submit_all([row])
+    e = session.entries[row.id]
+    assert "#SBATCH --no-requeue\n" in e.plan.sbatch_script
+    job = subprocess.run(
+        ["scontrol", "show", "job", "-o", e.job_id], capture_output=True, text=True
+    ).stdout
+    assert "Requeue=0" in job.split() and "Comment=perfgate" in job
+    assert session.result(row.id).ok
+    # Refused by sbatch: the result names sbatch's own complaint, not "Try sbatch --help".
+    for slurm_params, said in [
+        ({"bogus-flag": "x"}, "sbatch: unrecognized option '--bogus-flag=x'"),
+        (
+            {"partition": "nope"},
+            "sbatch: error: invalid partition specified: nope; sbatch: error: Batch job "
+            "submission failed: Invalid partition name specified",
+        ),
+    ]:
+        bad = LaunchSession(LaunchOptions(slurm_params=slurm_params), tmp_path / "bad")
+        bad.submit_all([row])
+        r = bad.result(row.id)
+        assert (r.state, r.diagnosis.cause) == ("NOT_SUBMITTED", "SUBMIT")
+        assert r.diagnosis.message == f"sbatch refused the job: {said}"
+        assert "--help" not in r.diagnosis.message

@@ -25,13 +25,13 @@ def test_stop_never_kills_a_process_that_is_not_its_daemon(tmp_path):
         assert out.returncode == 0
         assert "stopped nothing" in out.stderr
         assert sleeper.poll() is None  # still alive
-        status = subprocess.run(
-            [sys.executable, str(SCRIPT), "--dir", str(tmp_path), "status"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert status.returncode == 3 and status.stdout.startswith("stopped:")
+        # --dir works before and after the command.
+        for argv in (["--dir", str(tmp_path), "status"], ["status", "--dir", str(tmp_path)]):
+            status = subprocess.run(
+                [sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=60
+            )
+            assert status.returncode == 3, status.stderr
+            assert status.stdout.startswith(f"stopped: {tmp_path}")
     finally:
         sleeper.kill()
         sleeper.wait()

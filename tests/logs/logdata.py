@@ -59,6 +59,15 @@ TITAN_X8 = (
     "[titan] 2026-02-24 19:46:17,508 - root - INFO - step:  4  loss:  7.62585  grad_norm: "
     "26.6250  memory: 66.91GiB(37.51%)  tps: 10,050  tflops: 314.71  mfu: 13.99%"
 )
+# A Megatron iteration line whose loss dict names its loss `loss` (a video/action diffusion
+# model trained with Megatron; quoted in a public repository's test, found with find_string).
+MEGATRON_LOSS_KEY = (
+    " [2026-08-03 13:38:19.881514] iteration     3100/   50000 | consumed samples:        99200 "
+    "| elapsed time per iteration (ms): 3772.1 | learning rate: 4.998051E-05 | global batch "
+    "size:    32 | loss: 2.947306E-01 | video loss: 2.282371E-01 | action loss: 6.649351E-02 | "
+    "loss scale: 1.0 | grad norm: 0.601 | number of skipped iterations:   0 | number of nan "
+    "iterations:   0 |"
+)
 BRIDGE_RANK_STEP_TIME = "[Rank 64] Step Time : 257.68s | mem-allocated-gigabytes: 154.02 |"
 BRIDGE_OLD_VARIANT = "Step Time : 11.65s GPU utilization: 1158.1TFLOP/s/GPU"
 AUTOMODEL_H200 = (

@@ -11,6 +11,7 @@ from logdata import (
     LOGS,
     MEGATRON_2021,
     MEGATRON_DEFAULT7,
+    MEGATRON_LOSS_KEY,
     NEMO2_DGXC,
     NEMO2_TIMESTAMPED,
     fixture_text,
@@ -170,6 +171,25 @@ def test_megatron_memory_report_in_megabytes():
     assert st.mem_reserved_gib == pytest.approx(50.0)
 
 
+def test_megatron_2020_lines_without_colons_give_the_loss_and_the_memory_report():
+    # `learning rate 1.210E-04 | lm loss 1.112287E-01 |` (no colons), and report_memory's
+    # `after 100 iterations memory (MB) | ... | max cached: 7890.0` (no brackets, "cached").
+    s = logs.parse_files([LOGS / "megatron_2020_gpt2.log"])
+    assert s.format == "megatron" and s.log_interval == 100
+    assert [(st.step, st.step_time_s, st.loss) for st in s.steps] == [
+        (99, 0.8109, 5.023855),
+        (199, 0.8442, 0.1112287),
+        (299, 0.8247, 0.008868908),
+    ]
+    assert s.steps[0].mem_peak_gib == pytest.approx(6237.830078125 / 1024)
+    assert s.steps[0].mem_reserved_gib == pytest.approx(7890.0 / 1024)
+
+
+def test_megatron_loss_dict_named_loss_is_read():
+    (st,) = logs.parse_text(MEGATRON_LOSS_KEY).steps
+    assert (st.step, st.step_time_s, st.loss, st.grad_norm) == (3099, 3.7721, 0.2947306, 0.601)
+
+
 # --- NeMo 2 ---------------------------------------------------------------------------------
 
 
@@ -257,11 +277,51 @@ def test_automodel_step_time_is_derived_from_tokens_per_step():
     assert two.steps[0].tokens_per_s_per_gpu == pytest.approx(132005.57 / 2)
 
 
-def test_automodel_without_tokens_per_step_says_what_to_pass():
-    with pytest.raises(LogParseError, match=r"automodel_train_ft\.log: .*tokens_per_step"):
-        logs.parse_files([LOGS / "automodel_train_ft.log"])
+def test_automodel_without_a_usable_rate_or_timestamps_says_what_it_needs():
+    with pytest.raises(LogParseError, match=r"<text>: .*no two timestamped lines"):
+        logs.parse_text(AUTOMODEL_H200)
     (st,) = logs.parse_text(AUTOMODEL_H200, tokens_per_step=524288).steps
     assert (st.step, st.step_time_s) == (4, pytest.approx(524288 / 15014.28))
+
+
+def test_automodel_sft_step_times_come_from_the_timestamps_not_gbs_times_seq_len():
+    # Fine-tuning: tps counts each step's own non-padding tokens, which vary (num_label_tokens
+    # 21230...37370). gbs * seq_len / tps would make every step several times too long; the
+    # log's own timestamps (15:48:59, 15:49:02, 15:49:07 ...) give the time between steps.
+    for tokens in (None, 8 * 65536):
+        s = logs.parse_files([LOGS / "automodel_sft_pr3473.log"], tokens_per_step=tokens)
+        assert [st.step for st in s.steps] == [14, 15, 16, 17, 18, 19]
+        assert s.step_times == [3.0, 5.0, 4.0, 3.0, 4.0, 4.0]
+        assert any("1 s resolution" in n for n in s.notes)
+    # The derived times agree with the logged rate: tps x time covers at least the labels.
+    tps = [10144.41, 10021.50, 7053.11, 9875.75, 10336.78, 11082.01]
+    labels = [25518, 37370, 27459, 21230, 31577, 30305]
+    for t, rate, n in zip(s.step_times, tps, labels, strict=True):
+        assert rate * t >= n
+    assert s.steps[1].loss == 0.7045 and s.steps[1].tokens_per_s_per_gpu == 1252.69
+
+
+def test_automodel_validation_line_glued_after_the_progress_bar_is_not_a_training_step():
+    # Automodel draws a tqdm bar on rank 0 with a loss/lr/tps postfix (recipes/base_recipe.py
+    # _update_progress_bar) and logs validation with train_ft.py's f-string
+    # '[val] name "{}" | step {} | epoch {} | loss {:.4f} | lr {:.2e} | num_label_tokens {}';
+    # the logging line lands right after the bar's last redraw, on the same line. The bar
+    # state and the validation numbers are formatted from those sources (not from a log).
+    lines = (LOGS / "automodel_sft_pr3473.log").read_text().splitlines()
+    bar = (
+        "Training:  75%|███████▌  | 15/20 [00:55<00:18,  3.70s/step, loss=0.7505, lr=1.00e-05, "
+        "tps=10144]"
+    )
+    val = (
+        '2026-08-10 15:49:04 | INFO | root | [val] name "default" | step 14 | epoch 0 | '
+        "loss 0.7311 | lr 1.00e-05 | num_label_tokens 4821"
+    )
+    lines.insert(2, "\r" + bar + val)  # after step 14's training line
+    s = logs.parse_text("\n".join(lines))
+    st = {x.step: x for x in s.steps}
+    assert (st[14].loss, st[14].step_time_s) == (0.7505, 3.0)  # the training record
+    assert st[15].step_time_s == 5.0  # measured from step 14's line, not the validation's
+    assert not any("repeated" in n for n in s.notes)
 
 
 def test_automodel_benchmark_recipe_lines():
@@ -308,6 +368,9 @@ def test_torchtitan_step_times_from_log_timestamps():
     assert s.steps[0].tokens_per_s_per_gpu == 5593.0  # `tps: 5,593`
     assert (s.steps[0].tflops_per_gpu, s.steps[0].mfu) == (323.92, 0.3275)
     assert s.steps[0].mem_reserved_gib == 49.66
+    # `loss:` is the first field after `step:`; the memory TorchTitan logs is its reserved peak.
+    assert [st.loss for st in s.steps] == [6.0388, 6.0348, 5.9670, 5.8311, 5.8383]
+    assert s.steps[0].peak_memory_gib == 49.66
     assert any("timestamps" in n for n in s.notes)
 
 

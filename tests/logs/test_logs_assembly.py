@@ -67,6 +67,23 @@ def test_tqdm_redraws_on_one_physical_line_keep_the_latest_state_per_step():
     assert not any("repeated" in n for n in s.notes)  # redraws are not duplicates
 
 
+def test_tqdm_states_glued_without_their_closing_bracket_keep_their_own_step():
+    # A bar state cut before its `]` (the write ended mid-postfix) runs straight into the
+    # next state. The first state's step and time are its own; the next state's fields
+    # (global_step=6.000 ...) must not leak into it. Second state: the verbatim line with the
+    # step numbers moved on by one (bar, global_step, samples, time edited).
+    cut = TQDM_GCP[:-1]
+    nxt = (
+        TQDM_GCP.replace("47%|████▋     | 7/15 [06:19<07:13", "53%|█████▎    | 8/15 [07:08<06:15")
+        .replace("global_step=5.000", "global_step=6.000")
+        .replace("12288.0", "14336.0")
+        .replace("49.50", "49.20")
+    )
+    s = logs.parse_text(cut + nxt + "\n")
+    # Glued as `...train_step_timing in s=49.50Epoch 0: :  53%|...`: the value ends at `E`.
+    assert [(st.step, st.step_time_s) for st in s.steps] == [(5, 49.50), (6, 49.20)]
+
+
 # --- ranks ----------------------------------------------------------------------------------
 
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from logdata import LOGS
+from logdata import AUTOMODEL_H200, LOGS
 
 from perfgate.cli import main
 
@@ -50,7 +50,6 @@ def test_parse_for_people(capsys):
     [
         (["parse", "/nonexistent/slurm-1.out"], "/nonexistent/slurm-1.out: no such log file"),
         (["parse", str(LOGS / "README.md")], "no step-time lines found"),
-        (["parse", str(LOGS / "automodel_train_ft.log")], "--tokens-per-step"),
     ],
 )
 def test_parse_bad_input_is_one_line_and_status_2(capsys, args, message):
@@ -85,3 +84,19 @@ def test_parse_json_carries_the_steady_state_summary(capsys):
     fixed = json.loads(capsys.readouterr().out)["summary"]["steady_state"]
     assert (fixed["window_method"], fixed["window_start"], fixed["window_end"]) == ("fixed", 2, 9)
     assert fixed["n_steady"] == 8
+
+
+def test_parse_automodel_without_a_rate_or_two_timestamps_is_one_line(tmp_path, capsys):
+    log = tmp_path / "training.log"
+    log.write_text(AUTOMODEL_H200 + "\n")
+    assert main(["parse", str(log)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--tokens-per-step" in err and "training.log" in err
+
+
+def test_parse_shows_torchtitan_loss_and_memory(capsys):
+    assert main(["parse", str(LOGS / "torchtitan_gc_profiler.log")]) == 0
+    out = capsys.readouterr().out
+    assert "peak_memory_gib" in out
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith("209 ")]
+    assert rows == [["209", "1.465", "323.9", "49.66", "6.039", "-"]]  # 4 significant digits

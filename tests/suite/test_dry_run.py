@@ -72,6 +72,8 @@ def test_dry_run_verbose_shows_scripts_recipe_and_options(suite):
         "model.config.recompute_granularity=selective",
         "--slurm-param",
         "reservation=perf",
+        "--slurm-param",
+        "no-requeue=",
     )
     assert result.ret == 0
     text = "\n".join(result.outlines)
@@ -79,6 +81,7 @@ def test_dry_run_verbose_shows_scripts_recipe_and_options(suite):
     assert f"{rid}: 32 node(s) x 8 GPUs, 45 min, 192.0 GPU-h" in text
     assert "#SBATCH --nodes=32" in text and "#SBATCH --time=45" in text
     assert "#SBATCH --reservation=perf" in text
+    assert "#SBATCH --no-requeue\n" in text + "\n" and "--no-requeue=" not in text
     assert f"--container-image={image}" in text
     assert "model.config.recompute_granularity = 'selective'" in text
     assert "trainer.strategy.pipeline_model_parallel_size = 8" in text

@@ -94,20 +94,24 @@ def test_steps_json_grows_while_the_command_runs(command_spec, monkeypatch) -> N
     assert _record(spec).status == "completed" and len(_record(spec).steps) == 20
 
 
+def scancel_after(path: Path, steps: int, signals: int) -> None:
+    """Once steps.json holds `steps` steps, SIGTERM this process `signals` times (2 ms apart)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if path.exists() and len(stepfile.read(path).steps) >= steps:
+            break
+        time.sleep(0.02)
+    for _ in range(signals):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.002)
+
+
 def test_sigterm_is_forwarded_and_the_steps_so_far_are_kept(command_spec, monkeypatch) -> None:
     monkeypatch.setenv("FAKE_SLEEP_S", "0.05")
     spec = command_spec(steps=50)
     path = Path(spec.output_dir) / STEPS_FILE
 
-    def scancel() -> None:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if path.exists() and len(stepfile.read(path).steps) >= 3:
-                break
-            time.sleep(0.02)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    threading.Thread(target=scancel, daemon=True).start()
+    threading.Thread(target=scancel_after, args=(path, 3, 1), daemon=True).start()
     spec.write(Path(spec.output_dir) / "spec.json")
     monkeypatch.setenv("SLURM_PROCID", "0")
     monkeypatch.setenv("SLURM_NTASKS", "1")
@@ -117,6 +121,36 @@ def test_sigterm_is_forwarded_and_the_steps_so_far_are_kept(command_spec, monkey
     assert rec.status == "failed" and rec.error == "terminated by SIGTERM"
     assert 3 <= len(rec.steps) < 50
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # restored after the run
+
+
+def test_a_burst_of_sigterms_ends_the_rank_once_without_a_traceback(
+    command_spec, monkeypatch, capfd
+) -> None:
+    # scancel signals every process of the step and srun forwards signals too: the second
+    # SIGTERM lands while the first is handled (steps.json written, fsync). It is ignored.
+    handler = dispatch.terminate_once()
+    with pytest.raises(dispatch.Terminated):
+        handler(signal.SIGTERM, None)
+    assert handler(signal.SIGTERM, None) is None and handler(signal.SIGINT, None) is None
+    monkeypatch.setenv("FAKE_SLEEP_S", "0.05")
+    spec = command_spec(steps=50)
+    path = Path(spec.output_dir) / STEPS_FILE
+
+    # 200 SIGTERMs 2 ms apart: the burst covers the whole cleanup.
+    thread = threading.Thread(target=scancel_after, args=(path, 3, 200), daemon=True)
+    thread.start()
+    spec.write(Path(spec.output_dir) / "spec.json")
+    monkeypatch.setenv("SLURM_PROCID", "0")
+    monkeypatch.setenv("SLURM_NTASKS", "1")
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # what the burst meets after main returns
+    try:
+        code = dispatch.main([str(Path(spec.output_dir) / "spec.json")])
+    finally:
+        thread.join()  # the whole burst is over before SIGTERM's default action is back
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    assert code == 128 + signal.SIGTERM
+    assert _record(spec).error == "terminated by SIGTERM"
+    assert "Traceback" not in capfd.readouterr().err
 
 
 def test_a_command_without_step_lines_fails_clearly(command_spec) -> None:

@@ -33,7 +33,7 @@ PRECISION_TOKENS = {
     ("mxfp8", None): "mxfp8",
     ("nvfp4", None): "nvfp4",
 }
-FLOPS_CONVENTIONS = ("nemo2", "megatron", "llmb", "automodel")
+FLOPS_CONVENTIONS = ("nemo2", "nemo2_2509", "megatron", "megatron_bridge", "llmb", "automodel")
 # GPU types, in the order of hardware.GPUS (their specs): row markers, file names, replay.
 GPUS = tuple(hardware.GPUS)
 # How rows run: the executor (--executor) and how a launch gets its image (--container-runtime,

@@ -4,8 +4,14 @@ Every TFLOP/s and MFU figure names its convention, because the ones in the wild 
 ~20% for the same run:
 - "nemo2": NeMo 2.x flops_formulas.py up to v2.5.0rc0 (containers <= 25.07), what a NeMo 2 log
   prints as TFLOPS_per_GPU (attention not halved for Llama/Nemotron/Mixtral); see flops.nemo2;
-- "megatron": Megatron-LM's num_floating_point_operations (causal attention), what
-  Megatron-Bridge and NeMo >= 25.09 log; see flops.megatron;
+- "nemo2_2509": NeMo 2's flops_formulas.py from r2.5.0 on (containers 25.09+), what a NeMo 2
+  log of those containers prints (attention halved; Llama 4 still by the llama3 formula, vocab
+  128256); see flops.nemo2_2509;
+- "megatron": Megatron-LM's num_floating_point_operations (causal attention, every layer full
+  attention), what Megatron-Bridge before v0.5.0 (containers 25.09-26.04) logs; see
+  flops.megatron;
+- "megatron_bridge": Megatron-Bridge's flop_utils from v0.5.0 (containers 26.06+): "megatron"
+  with sliding-window layers (GPT-OSS) counted at their window; see flops.megatron_bridge;
 - "llmb", "automodel": the conventions of figures published by NVIDIA's llmb recipes and by
   NeMo Automodel, kept so stored baselines compare like with like; see flops.llmb and
   flops.automodel (formulas two conventions share are in flops.terms).
@@ -24,7 +30,7 @@ from dataclasses import dataclass
 from perfgate import hardware, models
 from perfgate.catalog import FLOPS_CONVENTIONS, TASKS
 from perfgate.errors import ConfigError
-from perfgate.flops import automodel, llmb, megatron, nemo2
+from perfgate.flops import automodel, llmb, megatron, megatron_bridge, nemo2, nemo2_2509
 from perfgate.models import ModelArch
 
 LORA_FACTOR = 2.0 / 3.0
@@ -44,7 +50,9 @@ class Convention:
 
 CONVENTIONS: dict[str, Convention] = {
     "nemo2": Convention(lambda m, s, tp: nemo2.flops_per_sample(m, s)),
+    "nemo2_2509": Convention(lambda m, s, tp: nemo2_2509.flops_per_sample(m, s)),
     "megatron": Convention(megatron.flops_per_sample),  # tp pads the vocab
+    "megatron_bridge": Convention(megatron_bridge.flops_per_sample),
     "llmb": Convention(lambda m, s, tp: llmb.flops_per_sample(m, s)),
     "automodel": Convention(
         lambda m, s, tp: automodel.flops_per_sample(m, s), automodel.lora_multiplier
@@ -99,8 +107,8 @@ def flops_per_sample(
 ) -> float:
     """Training FLOPs (forward + backward) of one sample of seq_len tokens.
 
-    tp matters only to "megatron", whose logits count the vocab padded to a multiple of
-    make_vocab_size_divisible_by x TP.
+    tp matters only to "megatron" and "megatron_bridge", whose logits count the vocab padded
+    to a multiple of make_vocab_size_divisible_by x TP.
     """
     _check(task, convention, seq_len)
     arch = _arch(model)

@@ -9,8 +9,8 @@ quirks included, so our figure can be compared with a NeMo 2 log line:
 - the qwen3, deepseekv3 and nemotronh formulas already halve causal attention, and qwen3 (as of
   v2.5.0rc0) ignores a head_dim wider than hidden/heads;
 - nemotronh counts its squared-ReLU MLP as if gated (x3 instead of x2).
-NeMo r2.5.0 final (NeMo #14424, containers 25.09+) halves attention everywhere: that is the
-"megatron" convention's territory, not this one.
+NeMo r2.5.0 final (NeMo #14424, containers 25.09+) halves attention in those three formulas:
+that is the "nemo2_2509" convention (perfgate.flops.nemo2_2509).
 
 Where NeMo 2 has no formula for a family we say what we use: qwen2 (Qwen2.5) takes the qwen3
 formula as a dense model (as NeMo Automodel does for Qwen2Config); kimi_k2 takes deepseekv3;
@@ -25,47 +25,30 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from perfgate.flops.terms import deepseekv3_flops, gpt_oss_flops, hybrid_flops
+from perfgate.flops.terms import (
+    deepseekv3_flops,
+    gpt_family_flops,
+    gpt_oss_flops,
+    hybrid_flops,
+)
 from perfgate.models import ModelArch
 
 # nemo/collections/common/parts/perf_metrics_utils.py LLM_VOCAB_SIZE_MAP
-_VOCAB = {"llama3": 128256, "nemotron": 256000, "mixtral": 32000}
+VOCAB = {"llama3": 128256, "nemotron": 256000, "mixtral": 32000}
 
 
 def _llama3(m: ModelArch, s: int) -> float:
-    h, n, g, L = m.hidden_size, m.num_attention_heads, m.num_query_groups, m.num_layers
-    ffn = m.ffn_hidden_size
-    return (
-        s
-        * L
-        * h
-        * h
-        * (12 + 12 * g / n + 18 * ffn / h + 12 * s / h + 6 * _VOCAB["llama3"] / (L * h))
-    )
+    return gpt_family_flops(m, s, 18 * m.ffn_hidden_size / m.hidden_size, VOCAB["llama3"], False)
 
 
 def _nemotron(m: ModelArch, s: int) -> float:
-    h, n, g, L = m.hidden_size, m.num_attention_heads, m.num_query_groups, m.num_layers
-    ffn = m.ffn_hidden_size
-    return (
-        s
-        * L
-        * h
-        * h
-        * (12 + 12 * g / n + 12 * ffn / h + 12 * s / h + 6 * _VOCAB["nemotron"] / (L * h))
-    )
+    mlp = 12 * m.ffn_hidden_size / m.hidden_size
+    return gpt_family_flops(m, s, mlp, VOCAB["nemotron"], False)
 
 
 def _mixtral(m: ModelArch, s: int) -> float:
-    h, n, g, L = m.hidden_size, m.num_attention_heads, m.num_query_groups, m.num_layers
-    k, ffn = m.moe_router_topk, m.ffn_hidden_size
-    return (
-        s
-        * L
-        * h
-        * h
-        * (12 + 12 * g / n + 18 * k * ffn / h + 12 * s / h + 6 * _VOCAB["mixtral"] / (L * h))
-    )
+    mlp = 18 * m.moe_router_topk * m.ffn_hidden_size / m.hidden_size
+    return gpt_family_flops(m, s, mlp, VOCAB["mixtral"], False)
 
 
 def _qwen3(m: ModelArch, s: int) -> float:
@@ -80,7 +63,8 @@ def _qwen3(m: ModelArch, s: int) -> float:
 
 
 # family (perfgate.models) -> NeMo 2.x's formula for it
-FORMULAS: dict[str, Callable[[ModelArch, int], float]] = {
+Formula = Callable[[ModelArch, int], float]
+FORMULAS: dict[str, Formula] = {
     "llama": _llama3,
     "llama4": _llama3,  # NeMo's FLOPs callback maps llama4 to llama3 (MoE ignored, see above)
     "nemotron4": _nemotron,
@@ -95,10 +79,13 @@ FORMULAS: dict[str, Callable[[ModelArch, int], float]] = {
 }
 
 
-def flops_per_sample(m: ModelArch, s: int) -> float:
-    """Training FLOPs of one sample of s tokens, as NeMo 2.x's FLOPs callback counts them."""
+def flops_per_sample(
+    m: ModelArch, s: int, formulas: dict[str, Formula] = FORMULAS, convention: str = "nemo2"
+) -> float:
+    """Training FLOPs of one sample of s tokens, as NeMo 2.x's FLOPs callback counts them
+    (formulas: another era's table of the same callback)."""
     try:
-        formula = FORMULAS[m.family]
+        formula = formulas[m.family]
     except KeyError:
-        raise AssertionError(f"no nemo2 formula for family {m.family!r}") from None
+        raise AssertionError(f"no {convention} formula for family {m.family!r}") from None
     return formula(m, s)

@@ -1,13 +1,23 @@
 """FLOPs formulas more than one convention uses, written once.
 
-NeMo 2.x's deepseekv3, nemotronh (hybrid) and gpt_oss formulas are also what NeMo Automodel
-counts (Automodel reads a DeepSeek/Kimi HF config its own way first: perfgate.flops.automodel).
+NeMo 2's llama3/nemotron/mixtral formula is counted with and without the causal halving (NeMo
+up to v2.5.0rc0, and from r2.5.0 on). NeMo 2.x's deepseekv3, nemotronh (hybrid) and gpt_oss
+formulas are also what NeMo Automodel counts (Automodel reads a DeepSeek/Kimi HF config its
+own way first: perfgate.flops.automodel).
 All return the training FLOPs (forward + backward) of one sample of s tokens.
 """
 
 from __future__ import annotations
 
 from perfgate.models import ModelArch
+
+
+def gpt_family_flops(m: ModelArch, s: int, mlp: float, vocab: int, causal: bool) -> float:
+    """NeMo 2's llama3 / nemotron / mixtral formula: mlp is the MLP's coefficient of h^2 per
+    token (18 ffn/h gated, 12 ffn/h plain, x topk for Mixtral); causal halves the s^2 term."""
+    h, n, g, L = m.hidden_size, m.num_attention_heads, m.num_query_groups, m.num_layers
+    attention = 12 * s / h * (0.5 if causal else 1.0)
+    return s * L * h * h * (12 + 12 * g / n + mlp + attention + 6 * vocab / (L * h))
 
 
 def deepseekv3_flops(m: ModelArch, s: int) -> float:

@@ -166,10 +166,7 @@ def collect_job(
     last = tried[-1]
     adir = jdir / f"attempt-{last}"
     if last > 0:
-        notes.append(
-            f"job requeued {last} time(s) (preempted or requeued): only attempt {last + 1} was "
-            "measured"
-        )
+        notes.append(requeue_note(last + 1))
     manifest = read_manifest(adir) or {"runs": []}
     extra = [adir / JOB_LOG, *extra]
     runs: list[RunRecord] = []
@@ -222,14 +219,28 @@ def collect_job(
     )
 
 
+def requeue_note(attempts_made: int, causes: tuple[str, ...] = ()) -> str:
+    """The note a requeued job's result carries: how often, why, and what was measured."""
+    why = f"after {', '.join(causes)}" if causes else "(preempted or requeued)"
+    return (
+        f"job requeued {attempts_made - 1} time(s) {why}: only attempt {attempts_made} was measured"
+    )
+
+
 def progress(
-    job_dir: str | os.PathLike[str], total_steps: int, several: bool
+    job_dir: str | os.PathLike[str], total_steps: int, several: bool, attempt: int | None = None
 ) -> tuple[int | None, int | None, str | None]:
-    """(last finished step, total steps, "2/6 candidate" when several runs) of a live job."""
+    """(last finished step, total steps, "2/6 candidate" when several runs) of a live job.
+
+    attempt: the 0-based attempt Slurm runs now; a requeued job that has not started again
+    has no progress yet (the dead attempt's steps are not shown as if they were live).
+    """
     tried = attempts(job_dir)
-    if not tried:
+    if not tried or (attempt is not None and attempt not in tried):
         return None, None, None
-    manifest = read_manifest(Path(job_dir) / f"attempt-{tried[-1]}") or {}
+    manifest = (
+        read_manifest(Path(job_dir) / f"attempt-{tried[-1] if attempt is None else attempt}") or {}
+    )
     runs = manifest.get("runs", [])
     if not runs:
         return None, total_steps, None

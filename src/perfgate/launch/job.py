@@ -67,6 +67,7 @@ class Job:
             "notes": [],
         }
         self.proc: list[subprocess.Popen[bytes]] = []
+        self.stopping = False  # a stop signal arrived: later ones are ignored
         self.images = JobImages(ctx.job_dir, self.log, self.manifest["notes"])
         self.save()
 
@@ -95,6 +96,12 @@ class Job:
     # --- signals ---------------------------------------------------------------------------
 
     def on_signal(self, signum: int, frame: Any) -> None:
+        # Once only: a second SIGTERM (Slurm signals the batch step again, srun forwards)
+        # must not interrupt the cleanup (stopping the launch, writing the manifest: fsync)
+        # with a traceback of our own in the job's log.
+        if self.stopping:
+            return
+        self.stopping = True
         raise Stop(signal.Signals(signum).name)
 
     def install_signals(self) -> dict[int, Any]:

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from submitit.core.utils import pickle_load
 
 from perfgate.catalog import Row
 from perfgate.errors import ConfigError, PerfgateError
-from perfgate.launch import planning, statefile
+from perfgate.launch import planning, requeues, statefile
 from perfgate.launch.collect import collect_job, progress
 from perfgate.launch.envs import export_secrets
 from perfgate.launch.job import run_job
@@ -38,6 +39,8 @@ from perfgate.runs import Diagnosis, JobStatus, RunResult
 STATE_FILE = statefile.STATE_FILE
 LOST_AFTER_S = 120  # a submitted job Slurm has no record of for this long is given up
 RESULT_GRACE_S = 10  # COMPLETED but no result pickle yet: shared filesystems lag
+SUBMIT_THREADS = 8  # concurrent sbatch calls when many rows are submitted at once
+RESULT_CHECK_S = 0.2  # how often a waiting result() looks for the result file (a stat)
 MorePairs = Callable[[Sequence[Any]], bool | str]  # A/B: JobContext.more_pairs
 
 
@@ -56,10 +59,22 @@ class _Entry:
     result: RunResult | None = None
     local_job: Any = None  # submitit LocalJob (local executor)
     resumed: bool = False
+    # Why each earlier attempt ended ("NODE_FAIL on n2", "PREEMPTED"); None while accounting
+    # has not recorded it yet (looked up again on the next polls).
+    requeues: list[str | None] = dataclasses.field(default_factory=list)
 
     @property
     def done(self) -> bool:
         return self.result is not None
+
+
+def sbatch_error(text: str) -> str:
+    """sbatch's own complaint, on one line: its `sbatch: ...` lines (not the "Try sbatch
+    --help" hint), else the lines that say error, else the last line."""
+    lines = [x.strip() for x in text.strip().splitlines() if x.strip()]
+    said = [x for x in lines if x.startswith("sbatch:")]
+    said = said or [x for x in lines if "error" in x.lower()] or lines[-1:]
+    return "; ".join(said)
 
 
 def require_slurm() -> None:
@@ -95,6 +110,9 @@ class LaunchSession:
         self._last_poll = 0.0
         self._old_handlers: dict[int, Any] = {}
         self._cancelling = False
+        self._scancelled: set[str] = set()  # job ids scancel was run for: never twice
+        # (row id, job id, its state then) of every job cancel_all cancelled, in order
+        self.cancelled: list[tuple[str, str, str]] = []
         self.state_path = self.results_dir / STATE_FILE
         self._saved = self._load_state() if resume else {}
 
@@ -154,6 +172,16 @@ class LaunchSession:
         live = sum(1 for e in self.entries.values() if e.job_id and not e.done)
         return (cap - live) if cap else len(self.entries)
 
+    def _submit_many(self, entries: list[_Entry]) -> None:
+        """Submit several rows at once: sbatch takes ~0.1 s a call, one after the other 12
+        rows cost more than a second of the sweep (bench-launch-sweep)."""
+        if len(entries) == 1 or self.options.executor != "slurm":
+            for e in entries:
+                self._submit(e)
+            return
+        with ThreadPoolExecutor(max_workers=min(SUBMIT_THREADS, len(entries))) as pool:
+            list(pool.map(self._submit, entries))
+
     def _submit(self, e: _Entry) -> None:
         folder = Path(e.plan.job_dir) / "submitit"
         try:
@@ -165,15 +193,12 @@ class LaunchSession:
                 ex.update_parameters(timeout_min=e.ctx.time_limit_min, tasks_per_node=1, nodes=1)
             job = ex.submit(run_job, e.ctx)
         except Exception as err:  # sbatch refused: a bad partition, account, QOS, limit
-            text = str(err).strip().splitlines()
-            line = next(
-                (x for x in reversed(text) if "error" in x.lower()), text[-1] if text else ""
-            )
+            line = sbatch_error(str(err))
             e.result = RunResult(
                 e.row.id,
                 None,
                 "NOT_SUBMITTED",
-                diagnosis=Diagnosis("SUBMIT", f"sbatch refused the job: {line.strip()}", line),
+                diagnosis=Diagnosis("SUBMIT", f"sbatch refused the job: {line}", line),
                 sbatch_script=e.plan.sbatch_script,
                 job_dir=e.plan.job_dir,
             )
@@ -192,19 +217,26 @@ class LaunchSession:
     def pump(self, force: bool = False) -> None:
         """Refresh states (at most once per poll interval), finish jobs, fill free slots."""
         now = time.monotonic()
-        if force or now - self._last_poll >= self.options.poll_interval_s:
+        polled = force or now - self._last_poll >= self.options.poll_interval_s
+        if polled:
             self._last_poll = now
             self._refresh()
         changed = False
-        for rid in self.order:
-            e = self.entries[rid]
-            if e.job_id is None and e.result is None and self._slots() > 0 and not self._cancelling:
-                self._submit(e)
-                changed = True
+        waiting = [e for e in (self.entries[rid] for rid in self.order) if e.job_id is None]
+        todo = [e for e in waiting if e.result is None][: max(self._slots(), 0)]
+        if todo and not self._cancelling:
+            self._submit_many(todo)
+            changed = True
         for rid in self.order:
             e = self.entries[rid]
             if e.job_id and not e.done:
-                changed |= self._check(e)
+                if polled:
+                    self._track_requeues(e)
+                if self._check(e):
+                    self._track_requeues(e)
+                    assert e.result is not None
+                    e.result = requeues.name_in_result(e.result, e.requeues)
+                    changed = True
         if changed:
             self._save_state()
 
@@ -225,6 +257,9 @@ class LaunchSession:
                 e.unknown_since = e.unknown_since or now
                 continue
             e.unknown_since = None
+            was = e.info.state if e.info else None
+            if requeues.requeued(was, info.state):
+                e.requeues.append(None)  # the attempt that ran has ended: Slurm requeued it
             if info.state == "RUNNING" and (e.info is None or e.info.state != "RUNNING"):
                 e.running_since = now
             if info.state in ("PENDING", "REQUEUED") and (
@@ -233,6 +268,10 @@ class LaunchSession:
                 e.pending_since = now  # a requeued job queues again: its clock restarts
                 e.running_since = None
             e.info = info
+
+    def _track_requeues(self, e: _Entry) -> None:
+        slurm = self.states if self.options.executor == "slurm" else None
+        requeues.track(e.requeues, e.plan.job_dir, e.job_id, slurm)
 
     def _check(self, e: _Entry) -> bool:
         """Finish e when its job is over or past a deadline; True when it finished."""
@@ -354,7 +393,7 @@ class LaunchSession:
                 raise PerfgateError(
                     f"row {row_id}: no result after {timeout_s:g} s (job {e.job_id})"
                 )
-            time.sleep(min(0.5, self.options.poll_interval_s))
+            time.sleep(min(RESULT_CHECK_S, self.options.poll_interval_s))
         self._save_state()
         assert e.result is not None
         return e.result
@@ -389,24 +428,38 @@ class LaunchSession:
                     total_steps=total,
                     run=run,
                     time_left_s=info.time_left_s if info else None,
+                    attempt=len(e.requeues) + 1,
+                    requeues=requeues.named(e.requeues),
                 )
             )
         return out
 
     def _progress(self, e: _Entry) -> tuple[int | None, int | None, str | None]:
-        return progress(e.plan.job_dir, e.ctx.steps, len(e.ctx.launches) > 1)
+        return progress(
+            e.plan.job_dir, e.ctx.steps, len(e.ctx.launches) > 1, attempt=len(e.requeues)
+        )
 
     def cancel_all(self) -> list[str]:
-        """scancel every job this session submitted and not finished; rows not yet submitted
-        are not submitted. Returns the cancelled job ids."""
+        """scancel every job this session submitted, not finished and not cancelled yet; rows
+        not yet submitted are not submitted. Returns the job ids cancelled by this call."""
         self._cancelling = True
-        ids = [e.job_id for e in self.entries.values() if e.job_id and not e.done]
+        live = [
+            e
+            for e in (self.entries[rid] for rid in self.order)
+            if e.job_id and not e.done and e.job_id not in self._scancelled
+        ]
+        ids = [e.job_id for e in live if e.job_id]
         if self.options.executor == "slurm":
             self._cancel_ids(ids)
         else:
-            for e in self.entries.values():
-                if e.local_job is not None and not e.done:
+            for e in live:
+                if e.local_job is not None:
                     e.local_job.cancel(check=False)
+            self._scancelled.update(ids)
+        for e in live:
+            self.cancelled.append(
+                (e.row.id, e.job_id or "", e.info.state if e.info else "SUBMITTED")
+            )
         for e in self.entries.values():
             if e.job_id is None and e.result is None:
                 e.result = RunResult(
@@ -418,12 +471,14 @@ class LaunchSession:
                     ),
                     job_dir=e.plan.job_dir,
                 )
-        self._save_state(cancelled=set(ids))
+        self._save_state(cancelled=self._scancelled)
         return ids
 
     def _cancel_ids(self, ids: Sequence[str | None]) -> None:
-        ids = [i for i in ids if i]
+        """One scancel for the ids not cancelled before (a job is scancel'ed at most once)."""
+        ids = [i for i in ids if i and i not in self._scancelled]
         if ids:
+            self._scancelled.update(ids)
             subprocess.run(["scancel", *ids], capture_output=True, timeout=60)
 
     def install_signal_handlers(self) -> None:

@@ -110,9 +110,9 @@ def _run(cmd: list[str]) -> str | None:
 SACCT_FIELDS = "JobIDRaw,JobName,State,Reason,NodeList,Elapsed,Timelimit,ExitCode"
 
 
-def parse_sacct(text: str) -> dict[str, JobInfo]:
-    """sacct -X -P -n -o SACCT_FIELDS output; the latest line of a job wins."""
-    out: dict[str, JobInfo] = {}
+def sacct_records(text: str) -> list[JobInfo]:
+    """sacct -X -P -n -o SACCT_FIELDS output, one JobInfo per line, in sacct's order."""
+    out = []
     for line in text.splitlines():
         f = line.split("|")
         if len(f) < 8 or not f[0].isdigit():
@@ -120,18 +120,25 @@ def parse_sacct(text: str) -> dict[str, JobInfo]:
         elapsed, limit = parse_duration(f[5]), parse_duration(f[6])
         state = _state(f[2])
         left = (limit - elapsed) if (limit is not None and elapsed is not None) else None
-        out[f[0]] = JobInfo(
-            job_id=f[0],
-            state=state,
-            name=f[1],
-            reason=_reason(f[3]),
-            nodes=f[4] or None,
-            time_left_s=left if state == "RUNNING" else None,
-            elapsed_s=elapsed,
-            exit_code=f[7] or None,
-            source="sacct",
+        out.append(
+            JobInfo(
+                job_id=f[0],
+                state=state,
+                name=f[1],
+                reason=_reason(f[3]),
+                nodes=f[4] if f[4] and f[4] != "None assigned" else None,
+                time_left_s=left if state == "RUNNING" else None,
+                elapsed_s=elapsed,
+                exit_code=f[7] or None,
+                source="sacct",
+            )
         )
     return out
+
+
+def parse_sacct(text: str) -> dict[str, JobInfo]:
+    """sacct -X -P -n -o SACCT_FIELDS output; the latest line of a job wins."""
+    return {info.job_id: info for info in sacct_records(text)}
 
 
 def parse_squeue(text: str) -> dict[str, JobInfo]:
@@ -212,3 +219,12 @@ class SlurmStates:
             if info is not None:
                 found[j] = info
         return found
+
+    def attempts(self, job_id: str) -> list[JobInfo]:
+        """Every attempt of a job accounting holds, oldest first (sacct -D: a requeued job
+        keeps one record per attempt, e.g. NODE_FAIL then RUNNING); [] without accounting."""
+        if not self.accounting:
+            return []
+        self.calls += 1
+        out = _run(["sacct", "-D", "-X", "-P", "-n", "-o", SACCT_FIELDS, "-j", str(job_id)])
+        return sacct_records(out or "")

@@ -40,7 +40,7 @@ class LaunchOptions:
     candidate_image: str | None = None
     container_mounts: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)  # --env-file merged with --env
-    slurm_params: dict[str, str] = field(default_factory=dict)
+    slurm_params: dict[str, str | bool] = field(default_factory=dict)  # True: a bare flag
     steps: int = 50
     overrides: dict[str, Any] = field(default_factory=dict)  # --override path=value
     results_dir: str = "perfgate-results"

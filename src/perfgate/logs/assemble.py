@@ -227,18 +227,27 @@ def _titan(part: Part, tokens_per_step: float | None, num_gpus: int | None) -> D
 
 def _automodel(part: Part, tokens_per_step: float | None, num_gpus: int | None) -> Derive:
     def derive(kept: dict[int, lf.Record], first_stream: bool) -> None:
-        if not tokens_per_step:
+        how, missing = automodel_step_times(kept, tokens_per_step, num_gpus)
+        if not first_stream:
+            return
+        if not how:
             part.problem = (
-                "Automodel lines log tps but no step time; pass tokens_per_step "
-                "(--tokens-per-step: the global tokens per step Automodel counts, e.g. "
-                "gbs * seq_len) to derive it"
+                "Automodel lines log tps but no step time, and no two timestamped lines to "
+                "measure between; tokens_per_step / tps (--tokens-per-step) is used only when "
+                "num_label_tokens equals it (tps counts each step's own non-padding tokens)"
             )
             return
-        automodel_step_times(kept, tokens_per_step, num_gpus)
-        if first_stream:
+        part.notes.append(f"{part.origin}: Automodel step times derived from {'; '.join(how)}")
+        stamps = [r.time for r in kept.values() if r.time is not None]
+        if "log timestamps" in " ".join(how) and all(t == int(t) for t in stamps):
             part.notes.append(
-                f"{part.origin}: Automodel step times derived as tokens_per_step / tps "
-                f"({tokens_per_step:g} tokens per step)"
+                f"{part.origin}: the log's timestamps have 1 s resolution; each step time is "
+                "within 1 s, their sum over a window exact to 1 s"
+            )
+        if missing:
+            part.notes.append(
+                f"{part.origin}: {missing} logged steps had no earlier timestamp in the same "
+                "attempt to measure from; dropped"
             )
 
     return derive

@@ -111,6 +111,21 @@ def number_benchmark(events: list[lf.Record]) -> list[lf.Record]:
     return out
 
 
+def _between_stamps(prev: lf.Record | None, rec: lf.Record, step: int) -> float | None:
+    """Wall time from the previous logged step's line to this one, per step, in one attempt.
+
+    Rounded to 1 us: stamps have at most 1 ms resolution, the rest is float noise.
+    """
+    if (
+        prev is None
+        or prev.time is None
+        or rec.time is None
+        or prev.values.get("_attempt") != rec.values.get("_attempt")
+    ):
+        return None
+    return round((rec.time - prev.time) / (step - (prev.step or 0)), 6)
+
+
 def titan_step_times(
     kept: dict[int, lf.Record], tokens_per_step: float | None, num_gpus: int | None
 ) -> tuple[str | None, int]:
@@ -129,16 +144,9 @@ def titan_step_times(
         elif tokens_per_step and num_gpus and v.get("tokens_per_s_per_gpu"):
             v["step_time_s"] = tokens_per_step / num_gpus / v["tokens_per_s_per_gpu"]
             how = f"tokens_per_step / num_gpus / tps ({tokens_per_step:g} / {num_gpus})"
-        elif (
-            prev is not None
-            and prev.time is not None
-            and rec.time is not None
-            and prev.values.get("_attempt") == v.get("_attempt")
-        ):
-            # Wall time between two log lines over the steps between them: the interval
-            # TorchTitan's own tps is averaged over. Rounded to 1 us: the stamps have 1 ms
-            # resolution, the rest is float noise.
-            v["step_time_s"] = round((rec.time - prev.time) / (s - (prev.step or 0)), 6)
+        elif (dt := _between_stamps(prev, rec, s)) is not None:
+            # The interval TorchTitan's own tps is averaged over.
+            v["step_time_s"] = dt
             how = "log timestamps between consecutive logged steps"
         else:
             missing += 1
@@ -147,19 +155,41 @@ def titan_step_times(
 
 
 def automodel_step_times(
-    kept: dict[int, lf.Record], tokens_per_step: float, num_gpus: int | None
-) -> None:
-    """Automodel train_ft: step time = tokens_per_step / tps (global, non-padding tokens/s)."""
-    for rec in kept.values():
+    kept: dict[int, lf.Record], tokens_per_step: float | None, num_gpus: int | None
+) -> tuple[list[str], int]:
+    """Give one rank's Automodel train_ft records a step time; return (how, number left without).
+
+    Automodel's tps is the step's non-padding tokens over its wall time, and in fine-tuning
+    that token count varies from step to step (gbs * seq_len would overstate it several
+    times). tokens_per_step / tps is used only where every token of the step was a label
+    (num_label_tokens == tokens_per_step: packed pretraining data); elsewhere the time
+    between the log lines' timestamps.
+    """
+    how: list[str] = []
+    missing = 0
+    prev: lf.Record | None = None
+    for s in sorted(kept):
+        rec = kept[s]
         v = rec.values
         tps = v.get("tokens_per_s")
-        if tps:
+        full = tokens_per_step and v.get("num_label_tokens") == tokens_per_step
+        if tps and (full or (tokens_per_step and "num_label_tokens" not in v and not rec.time)):
             v["step_time_s"] = tokens_per_step / tps
-            if num_gpus:
-                v["tokens_per_s_per_gpu"] = tps / num_gpus
-            else:
-                # Automodel's "/gpu" divides by dp*cp only: per GPU when tp = pp = 1.
-                v["tokens_per_s_per_gpu"] = v["tokens_per_s_per_dp_rank"]
+            way = f"tokens_per_step / tps ({tokens_per_step:g} tokens per step)"
+        elif (dt := _between_stamps(prev, rec, s)) is not None:
+            v["step_time_s"] = dt
+            way = "log timestamps between consecutive logged steps"
+        else:
+            missing += 1
+            way = None
+        if way and way not in how:
+            how.append(way)
+        if tps:
+            # Automodel's "/gpu" divides by dp*cp only: per GPU when tp = pp = 1.
+            per_dp = v["tokens_per_s_per_dp_rank"]
+            v["tokens_per_s_per_gpu"] = tps / num_gpus if num_gpus else per_dp
+        prev = rec
+    return how, missing
 
 
 def memory_by_step(records: list[lf.Record]) -> dict[int, dict[str, float]]:

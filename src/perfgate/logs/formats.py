@@ -63,7 +63,8 @@ _DELTA = re.compile(r"Step (\d+): train_step_timing in s=(" + _NUM + ")")
 _TQDM = re.compile(r"train_step_timing in s=")
 _MEGATRON = re.compile(r"iteration\s+(\d+)/\s*(\d+)\s*\|")
 _STEP_TIME = re.compile(r"(?:\[Rank (\d+)\]\s*)?Step Time\s*:\s*(" + _NUM + r")\s*s")
-_MEMORY = re.compile(r"(?:\[Rank (\d+)\]\s*)?\(after (\d+) iterations\) memory \((GB|MB)\)")
+# 2020 Megatron-LM printed `after 100 iterations memory (MB) | ... | max cached: ...`.
+_MEMORY = re.compile(r"(?:\[Rank (\d+)\]\s*)?\(?after (\d+) iterations\)? memory \((GB|MB)\)")
 _AUTOMODEL = re.compile(r"\bstep (\d+) \| epoch (\d+) \|")
 _AM_ITER = re.compile(r"Rank (\d+) \| Iteration (\d+)\b")
 _AM_TIME = re.compile(r"Max iter time: (" + _NUM + ") seconds")
@@ -73,7 +74,8 @@ _AM_AVG = re.compile(
     r"(?: \(excluding first (\d+) warmup iterations\))?"
 )
 _AM_AVG_MFU = re.compile(r"Average MFU: (" + _NUM + ")%")
-_TITAN = re.compile(r"\bstep:\s*([\d,]+)\s+loss:")
+# The lookahead leaves `loss:` to the field search (it is the first field).
+_TITAN = re.compile(r"\bstep:\s*([\d,]+)\s+(?=loss:)")
 
 # `| key: value |` fields of NeMo 2, Megatron and memory lines; the value's leading number is used.
 _FIELD = re.compile(r"\|\s*([A-Za-z][^|:]*?)\s*:\s*([^|]*?)\s*(?=\||$)")
@@ -102,6 +104,11 @@ _AUTOMODEL_FIELDS = {
 }
 _GPU_UTIL = re.compile(r"\s*GPU utilization:\s*(" + _NUM + r")\s*(?:MODEL_)?TFLOP/s/GPU")
 _TQDM_BAR = re.compile(r"\|\s*(\d+)/\d+\s*\[|(\d+)it\s*\[")  # `| 7/15 [` or `1it [`
+# Megatron-LM 2019-2020 (pretrain_gpt2.py): `| learning rate 1.210E-04 | lm loss 1.112287E-01 |`.
+_LM_LOSS_NO_COLON = re.compile(r"\|\s*lm loss (" + _NUM + r")\s*\|")
+# Automodel's validation line: `[val] name "default" | step 9 | epoch 0 | loss ...`.
+_AM_VAL = re.compile(r"\[val\](?: name \"[^\"]*\")? \|\s*$")
+_AM_LABEL_TOKENS = re.compile(r"\| num_label_tokens (\d+)")
 _AM_MEM = re.compile(r"Max Memory Allocated: (" + _NUM + ") GB")
 _AM_LOSS = re.compile(r"\bloss=(" + _NUM + ")")
 _LOG_TIME = re.compile(r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[,.](\d{1,6}))?")
@@ -259,6 +266,11 @@ def _tqdm(
     # The postfix of one bar state: from the `[` that opens it to the `]` that closes it.
     lo = line.rfind("[", prev_end, start)
     hi = line.find("]", end, stop)
+    # A state cut before its `]` and glued to the next one ends where the next bar begins
+    # (`...in s=49.50Epoch 0: :  53%|█████▎    | 8/15 [`): its fields must not mix in.
+    nxt = _TQDM_BAR.search(line, end, stop)
+    if nxt is not None and (hi < 0 or nxt.start() < hi):
+        hi = nxt.start()
     region = line[lo + 1 if lo >= 0 else prev_end : hi if hi >= 0 else stop]
     f = {k.strip(): v for k, v in _TQDM_FIELD.findall(region)}
     v: dict[str, float] = {}
@@ -286,7 +298,11 @@ def _megatron(
     v: dict[str, float] = {}
     _put(v, "step_time_s", ms, 1000.0)
     _put(v, "tflops_per_gpu", f.get("throughput per GPU (TFLOP/s/GPU)") or f.get("TFLOPs"))
-    _put(v, "loss", f.get("lm loss"))
+    # GPT models report `lm loss`; others (DiT, world models) their loss dict's `loss`.
+    _put(v, "loss", f.get("lm loss") or f.get("loss"))
+    if "loss" not in v:
+        old = _LM_LOSS_NO_COLON.search(line, end - 1, stop)
+        _put(v, "loss", old.group(1) if old else None)
     _put(v, "grad_norm", f.get("grad norm"))
     _put(v, "nan_iterations", f.get("number of nan iterations"))
     _put(v, "skipped_iterations", f.get("number of skipped iterations"))
@@ -318,14 +334,16 @@ def _memory(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_e
     else:
         _put(v, "mem_allocated_gib", f.get("allocated"), _GIB_PER_MB)
         _put(v, "mem_peak_gib", f.get("max allocated"), _GIB_PER_MB)
-        _put(v, "mem_reserved_gib", f.get("max reserved"), _GIB_PER_MB)
+        _put(v, "mem_reserved_gib", f.get("max reserved") or f.get("max cached"), _GIB_PER_MB)
     rank = int(m.group(1)) if m.group(1) else None
     return Record(MEMORY, int(m.group(2)) - 1, v, rank=rank)
 
 
 def _automodel(
     m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int
-) -> Record:
+) -> Record | None:
+    if _AM_VAL.search(line, prev_end, start):
+        return None  # a validation line (`[val] name "default" | step 9 | ...`), not a step
     text = line[start:stop]
     v: dict[str, float] = {}
     for key, regex in _AUTOMODEL_FIELDS.items():
@@ -337,8 +355,11 @@ def _automodel(
             v["tokens_per_s_per_dp_rank"] = float(fm.group(2))
         else:
             v[key] = float(fm.group(1))
+    labels = _AM_LABEL_TOKENS.search(text)
+    if labels:
+        v["num_label_tokens"] = float(labels.group(1))
     # train_ft's step counter is 0-based (logged before it is incremented).
-    return Record(AUTOMODEL, int(m.group(1)), v)
+    return Record(AUTOMODEL, int(m.group(1)), v, time=_log_time(line, prev_end, start))
 
 
 def _am_iter(m: re.Match[str], line: str, start: int, end: int, stop: int, prev_end: int) -> Record:

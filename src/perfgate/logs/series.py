@@ -28,6 +28,11 @@ class Step:
     mfu: float | None = None  # as logged (fraction), in the logger's own FLOPs convention
     rank: int | None = None  # rank label of the line this record was read from, if any
 
+    @property
+    def peak_memory_gib(self) -> float | None:
+        """Peak GPU memory as logged: the allocated peak, else the reserved one (TorchTitan)."""
+        return self.mem_peak_gib if self.mem_peak_gib is not None else self.mem_reserved_gib
+
 
 @dataclass(frozen=True)
 class StepSeries:

@@ -1,17 +1,20 @@
 """The live path of the plugin: drive a launch.LaunchSession and make long waits visible.
 
 All selected rows are submitted when the test loop starts; each test then waits only for its
-own row, polling every job meanwhile and printing each job's state when it changes (queued
-with Slurm's reason, running with step and time left, done). Under pytest-xdist every worker
-submits the rows of its own tests when they start (the controller never sees the items).
+own row, polling every job meanwhile and showing where each stands: on a terminal one block
+redrawn in place, elsewhere a line when a job's state changes (perfgate.suite.display).
+Under pytest-xdist every worker submits the rows of its own tests when they start (the
+controller never sees the items).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,8 +22,12 @@ from perfgate.catalog import Row
 from perfgate.errors import ConfigError
 from perfgate.launch import LaunchSession, images
 from perfgate.launch.digests import ImageDigests
+from perfgate.launch.session import RESULT_CHECK_S
 from perfgate.launch.types import LaunchOptions
 from perfgate.runs import JobStatus, RunResult
+from perfgate.suite.display import BlockDisplay, SparseDisplay
+
+Display = SparseDisplay | BlockDisplay
 
 POLL_S = 5.0
 
@@ -30,13 +37,36 @@ def say(config: pytest.Config, line: str) -> None:
     tr = config.pluginmanager.get_plugin("terminalreporter")
     if tr is None:
         return
-    capman = config.pluginmanager.get_plugin("capturemanager")
-    ctx = capman.global_and_fixture_disabled() if capman is not None else nullcontext()
-    with ctx:
-        tr.ensure_newline()
-        if tr._tw.width_of_current_line:  # after progress dots: start a fresh line
-            tr._tw.line()
+    with _uncaptured(config):
+        _fresh_line(tr)
         tr.write_line(line)
+
+
+def _uncaptured(config: pytest.Config) -> Any:
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    return capman.global_and_fixture_disabled() if capman is not None else nullcontext()
+
+
+def _fresh_line(tr: Any) -> None:
+    tr.ensure_newline()
+    if tr._tw.width_of_current_line:  # after progress dots: start a fresh line
+        tr._tw.line()
+
+
+def terminal_display(config: pytest.Config) -> Display:
+    """A block redrawn in place when pytest writes to a terminal, else sparse lines."""
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if tr is None or not tr.isatty() or hasattr(config, "workerinput"):
+        return SparseDisplay(lambda line: say(config, line))
+
+    def write(text: str) -> None:
+        with _uncaptured(config):
+            _fresh_line(tr)
+            # Straight to the file: pytest's writer would count the escape codes as text.
+            tr._tw._file.write(text)
+            tr._tw._file.flush()
+
+    return BlockDisplay(write, lambda: tr._tw.fullwidth)
 
 
 class LiveRunner:
@@ -49,6 +79,7 @@ class LiveRunner:
         *,
         resume: bool,
         announce: Callable[[str], None],
+        display: Display | None = None,
         poll_s: float = POLL_S,
         more_pairs_for: Callable[[Row], Callable[..., bool | str]] | None = None,
     ) -> None:
@@ -58,10 +89,9 @@ class LiveRunner:
         self._digests = ImageDigests()
         if options.container_runtime in ("pyxis", "command"):  # hash the user's image files
             self._digests.start(_image_files(options))
-        self._announce = announce
+        self._display = display or SparseDisplay(announce)
         self._poll_s = poll_s
         self._submitted: set[str] = set()
-        self._shown: dict[str, tuple] = {}
         self._handlers = False
 
     def install_signal_handlers(self) -> None:
@@ -81,41 +111,54 @@ class LiveRunner:
             for r in new:
                 e = self._session.entries[r.id]
                 if e.resumed:
-                    self._announce(f"perfgate: {r.id}: re-attached to job {e.job_id} (--resume)")
+                    self._display.say(f"perfgate: {r.id}: re-attached to job {e.job_id} (--resume)")
 
     def _show(self) -> dict[str, JobStatus]:
-        """Poll every job and print the ones whose state, reason, run or step changed."""
-        statuses = {st.row_id: st for st in self._session.poll()}
-        for rid, st in statuses.items():
-            # Time left changes on every poll: it is shown, not a reason to print again.
-            key = (st.job_id, st.state, st.reason, st.run, st.step, st.done)
-            if self._shown.get(rid) != key:
-                self._shown[rid] = key
-                self._announce(f"perfgate: {st.line()}")
-        return statuses
+        """Poll every job and show where each stands (see perfgate.suite.display)."""
+        polled = self._session.poll()
+        self._display.update(polled)
+        return {st.row_id: st for st in polled}
 
     def wait(self, row: Row, test_id: str | None = None) -> RunResult:
-        """Block until this row's job is over, printing job states as they change."""
+        """Block until this row's job is over, showing job states meanwhile."""
         self.submit([row], {row.id: test_id} if test_id else None)
-        while True:
-            st = self._show().get(row.id)
-            if st is None or st.done:
-                break
-            time.sleep(self._poll_s)
+        entry = self._session.entries[row.id]
+        shown_at = -math.inf
+        try:
+            while not entry.done:
+                if time.monotonic() - shown_at >= self._poll_s:
+                    shown_at = time.monotonic()
+                    self._show()
+                else:  # between two displays, notice the result within RESULT_CHECK_S
+                    self._session.pump()
+                if not entry.done:
+                    time.sleep(min(RESULT_CHECK_S, self._poll_s))
+        finally:
+            self._display.pause()
         return self._digests.fill(self._session.result(row.id))
 
     def finish(self) -> list[str]:
-        """At the end of the session: cancel jobs whose rows never ran (e.g. -x stopped
-        the session) and restore signal handlers; returns the cancelled job ids."""
+        """At the end of the session: cancel the jobs no test waited for (e.g. -x stopped the
+        session) and restore signal handlers; returns "row (job J, STATE)" per job cancelled."""
         try:
-            return self._session.cancel_all() if self._submitted else []
+            return self.cancel_all() if self._submitted else []
         finally:
             if self._handlers:
                 self._session.restore_signal_handlers()
 
     def cancel_all(self) -> list[str]:
-        """Cancel every job of the session (interrupt)."""
-        return self._session.cancel_all()
+        """Cancel every job of the session not cancelled yet; "row (job J, STATE)" for each."""
+        done = len(self._session.cancelled)
+        self._session.cancel_all()
+        return [_cancelled(*c) for c in self._session.cancelled[done:]]
+
+    def cancelled(self) -> list[str]:
+        """Every job the session cancelled so far (a signal handler may have done it)."""
+        return [_cancelled(*c) for c in self._session.cancelled]
+
+
+def _cancelled(row_id: str, job_id: str, state: str) -> str:
+    return f"{row_id} (job {job_id}, {state})"
 
 
 def _image_files(options: LaunchOptions) -> list[str]:

@@ -139,7 +139,8 @@ def addoption(parser: pytest.Parser) -> None:
         metavar="KEY=VALUE",
         action="append",
         default=[],
-        help="extra sbatch parameter, e.g. reservation=r1 or constraint=gpu (repeatable)",
+        help="extra sbatch parameter, e.g. reservation=r1 or constraint=gpu; a flag alone "
+        "(no-requeue) has no value (repeatable)",
     )
     g.addoption(
         "--executor",

@@ -184,9 +184,8 @@ class SessionHooks:
         self.state.finish(login_metadata(session.config))
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo) -> None:
-        """Ctrl-C: cancel every job this session submitted."""
-        if self.state.runner is not None:
-            self.state.runner.cancel_all()
+        """Ctrl-C: cancel every job this session submitted (each once) and say which."""
+        self.state.interrupted()
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -72,6 +72,18 @@ def _pairs(values: list[str], option: str) -> dict[str, str]:
     return out
 
 
+def parse_slurm_params(values: list[str]) -> dict[str, str | bool]:
+    """--slurm-param KEY=VALUE; KEY or KEY= alone is a flag without a value (no-requeue)."""
+    out: dict[str, str | bool] = {}
+    for item in values:
+        key, _, value = item.partition("=")
+        key = key.strip().removeprefix("--")
+        if not key:  # what a key may hold is launch.checks' rule (a lowercase option name)
+            raise ConfigError(f"--slurm-param {item!r}: expected KEY=VALUE, or KEY for a flag")
+        out[key] = value if value else True  # submitit writes True as `#SBATCH --KEY`
+    return out
+
+
 def _refuse_secrets(env: dict[str, str], where: str) -> None:
     for key in env:
         if is_secret(key):
@@ -241,7 +253,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
         container_command=opt("container_command"),
         container_mounts=mounts,
         env=env,
-        slurm_params=_pairs(opt("slurm_param"), "--slurm-param"),
+        slurm_params=parse_slurm_params(opt("slurm_param")),
         steps=steps or LaunchOptions.steps,
         overrides=overrides,
         results_dir=str(results_dir),

@@ -27,7 +27,7 @@ from perfgate.report import dryrun, results, signoff, table, trend
 from perfgate.report.environment import environment
 from perfgate.secrets import redact
 from perfgate.suite import preflight, replay
-from perfgate.suite.live import LiveRunner, say
+from perfgate.suite.live import LiveRunner, say, terminal_display
 from perfgate.suite.recording import HistoryRecorder, is_example_replay
 from perfgate.suite.settings import Settings, repro_command
 from perfgate.verdicts import Evaluation
@@ -169,6 +169,7 @@ class PerfgateState:
                 s.results_dir,
                 resume=s.resume,
                 announce=lambda m: say(self.config, m),
+                display=terminal_display(self.config),
                 poll_s=s.launch.poll_interval_s,
                 more_pairs_for=self.pairs_rule if s.ab else None,
             )
@@ -290,13 +291,25 @@ class PerfgateState:
         if self.settings.mode == "live":
             say(self.config, f"perfgate: {rec['row_id']} done: {rec['verdict']}")
 
+    def interrupted(self) -> None:
+        """Ctrl-C: cancel what the signal handler has not, and say what was cancelled."""
+        if self.runner is None:
+            return
+        self.runner.cancel_all()
+        gone = self.runner.cancelled()
+        if gone:
+            say(self.config, "perfgate: interrupted; cancelled " + ", ".join(gone))
+
     def finish(self, metadata: dict[str, Any] | None = None) -> None:
         """End of session: cancel jobs nobody waited for, update baselines, stamp results.json
         (with the login node's metadata the report's environment table shows)."""
         if self.runner is not None:
             left = self.runner.finish()
             if left:
-                say(self.config, f"perfgate: cancelled job(s) of rows that never ran: {left}")
+                say(
+                    self.config,
+                    "perfgate: cancelled the jobs no test waited for: " + ", ".join(left),
+                )
         if self.is_worker:
             return
         self.recorder.finish()

@@ -25,6 +25,7 @@ from perfgate.verdicts.single import (
     convention_of,
     infra,
     mode_label,
+    names_requeues,
     pooled,
     pooled_measured,
     tolerance_of,
@@ -46,6 +47,7 @@ KEY_VERSIONS = (
 )
 
 
+@names_requeues
 def evaluate_ab(
     row: Row,
     result: RunResult,

@@ -7,10 +7,11 @@ The gate is on step time; TFLOP/s and MFU are reported, never gated on.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -113,7 +114,7 @@ def convention_of(row: Row, convention: str | None = None) -> str:
 
 
 def _peak_memory(series: StepSeries) -> float | None:
-    peaks = [s.mem_peak_gib for s in series.steps if s.mem_peak_gib is not None]
+    peaks = [s.peak_memory_gib for s in series.steps if s.peak_memory_gib is not None]
     return max(peaks) if peaks else None
 
 
@@ -191,6 +192,23 @@ def infra(
     )
 
 
+def names_requeues(judge: Callable[..., Evaluation]) -> Callable[..., Evaluation]:
+    """Make a verdict's message say when its job was requeued, and why (node failure,
+    preemption): the measured attempt is not the first one the job started."""
+
+    @functools.wraps(judge)
+    def judged(*args: Any, **kwargs: Any) -> Evaluation:
+        ev = judge(*args, **kwargs)
+        r = ev.result
+        if r is None or not r.requeues:
+            return ev
+        why = ", ".join(r.requeues)
+        return replace(ev, message=f"{ev.message} [attempt {r.attempts}, requeued after {why}]")
+
+    return judged
+
+
+@names_requeues
 def evaluate(
     row: Row,
     result: RunResult,
@@ -293,7 +311,9 @@ def pooled_measured(
     # Between runs (launch-to-launch noise included) when there are several, else within one.
     se = p["spread_s"] / math.sqrt(k) if p["spread_s"] is not None else summaries[0].se_s
     tokens, tflops, mfu, peak = throughput(row, p["step_time_s"])
-    memory = [s.mem_peak_gib for r in runs if r.series for s in r.series.steps if s.mem_peak_gib]
+    memory = [
+        s.peak_memory_gib for r in runs if r.series for s in r.series.steps if s.peak_memory_gib
+    ]
     return Measured(
         step_time_s=p["step_time_s"],
         se_s=se,

@@ -11,7 +11,7 @@ import importlib
 import signal
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -53,8 +53,24 @@ class Terminated(BaseException):
         self.signum = signum
 
 
-def _raise_terminated(signum: int, frame: FrameType | None) -> None:
-    raise Terminated(signum)
+def terminate_once() -> Callable[[int, FrameType | None], None]:
+    """A SIGTERM/SIGINT handler raising Terminated the first time only.
+
+    Slurm signals every process of a step and srun forwards signals too, so a second SIGTERM
+    often arrives while the first is being handled (writing the rank's steps.json, fsync);
+    raised there, it would end the rank with perfgate's own traceback in the log tail that
+    the diagnosis shows. Later signals are ignored: SIGKILL follows after KillWait anyway.
+    """
+    fired = False
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        nonlocal fired
+        if fired:
+            return
+        fired = True
+        raise Terminated(signum)
+
+    return handler
 
 
 def backend_of(spec: WorkloadSpec, origin: str) -> str:
@@ -143,8 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(rank, str(e))
         return EXIT_CONFIG
     previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    handler = terminate_once()
     for s in previous:
-        signal.signal(s, _raise_terminated)
+        signal.signal(s, handler)
     try:
         return run_spec(spec, rank, origin=args.spec)
     finally:
