@@ -14,7 +14,7 @@ however homogeneous those pairs look (the likelihood of a few 1-df groups is fla
 
 Named priors:
     production   fitted to the 512-GPU B200 day-to-day reruns (together-dgxc-benchmarking,
-                 ../shared/reference/third_party_logs/together_b200_512gpu_dayToDay_tflops.csv):
+                 tests/data/reference/third_party_logs/together_b200_512gpu_dayToDay_tflops.csv):
                  11 configs rerun 6 days apart, the 405B NVFP4 weak-fabric-node day (infra)
                  and the Qwen3 BF16 software uplift left out as that data's author attributes
                  them. 0.45% per run on 11 df. The shipped default for baselines perfgate
