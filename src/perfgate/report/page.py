@@ -64,13 +64,15 @@ body>h1{order:0}body>p{order:1}.summary{order:2}#environment-header{order:3}
 .pg-blue{background:#cfe2fb;color:#0b3d91}.pg-green{background:#c8e6c9;color:#1b5e20}
 .pg-grey{background:#e0e0e0;color:#333}
 .pg-skipped summary{cursor:pointer;color:#555}.pg-ids{font-size:11px;color:#666}
-#results-table{color:#333;font-size:12px;table-layout:auto}
+#results-table{color:#333;font-size:12px;table-layout:auto;max-width:100%}
 #results-table td{vertical-align:top}
+#results-table th{white-space:normal}
 #results-table td.col-verdict{font-weight:bold;white-space:nowrap}
 #results-table td.col-delta,#results-table td.col-steptime,#results-table td.col-baseline,
 #results-table td.col-tokens,#results-table td.col-tflops,#results-table td.col-mfu,
-#results-table td.col-memory,#results-table td.col-gpus{white-space:nowrap}
-#results-table td.col-testId{font-weight:bold;min-width:15em}
+#results-table td.col-memory,#results-table td.col-gpus,
+#results-table td.col-jobid{white-space:nowrap}
+#results-table td.col-testId{font-weight:bold;min-width:10em;overflow-wrap:anywhere}
 #results-table td.col-parallelism{min-width:9em}
 td.col-result.pg-red{color:#c62828;background:none}
 td.col-result.pg-amber{color:#a15c00;background:none}
