@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import time
 from pathlib import Path
 
@@ -167,3 +168,38 @@ def test_a_launch_whose_rank_0_saw_another_world_size_is_not_a_clean_run(tmp_pat
     rec.world_size = 16
     stepfile.write(rdir / "steps.json", rec)
     assert collect_job(tmp_path, "r", "7", "COMPLETED", 20).diagnosis is None
+
+
+def test_a_result_written_while_slurm_times_the_job_out_keeps_slurms_cause(
+    command_row, tmp_path, monkeypatch
+):
+    # At the time limit srun can die before the job function is stopped: the function then
+    # pickles a FAILED result while Slurm, still COMPLETING the job, goes on to TIMEOUT.
+    answers = iter(["RUNNING", "COMPLETING", "COMPLETING", "TIMEOUT"])
+    last = {"state": "RUNNING"}
+
+    def answer():
+        last["state"] = next(answers, last["state"])
+        return {"41": JobInfo("41", last["state"])}
+
+    s = LaunchSession(LaunchOptions(poll_interval_s=0.01), tmp_path)
+    stub(monkeypatch, s, answer)
+    monkeypatch.setattr(session_mod.time, "sleep", lambda _s: None)
+    s.submit_all([command_row])
+    job_dir = Path(s.entries[command_row.id].plan.job_dir)
+    rdir = job_dir / "attempt-0" / "run-01-baseline"
+    steps(rdir, 3, "running")
+    run = {"index": 1, "label": "baseline", "image": None, "run_dir": str(rdir), "exit_code": 143}
+    write_json(job_dir / "attempt-0" / "runs.json", {"planned": 1, "runs": [run]})
+    (job_dir / "submitit").mkdir(parents=True, exist_ok=True)
+    (job_dir / "submitit" / "41_0_log.err").write_text(
+        "slurmstepd: error: *** JOB 41 ON n1 CANCELLED AT 2026-01-05T10:11:12 DUE TO TIME "
+        "LIMIT ***\n"
+    )
+    failed = collect_job(job_dir, command_row.id, "41", "FAILED", expected_steps=20)
+    with open(job_dir / "submitit" / "41_0_result.pkl", "wb") as f:
+        pickle.dump(("success", failed), f)
+    r = s.result(command_row.id, timeout_s=10)
+    assert r.state == "TIMEOUT"
+    assert r.diagnosis.cause == "TIMEOUT" and "DUE TO TIME LIMIT" in r.diagnosis.evidence
+    assert [x.step for x in r.runs[0].series.steps] == [0, 1, 2]

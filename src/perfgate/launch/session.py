@@ -39,6 +39,7 @@ from perfgate.runs import Diagnosis, JobStatus, RunResult
 STATE_FILE = statefile.STATE_FILE
 LOST_AFTER_S = 120  # a submitted job Slurm has no record of for this long is given up
 RESULT_GRACE_S = 10  # COMPLETED but no result pickle yet: shared filesystems lag
+FINAL_STATE_WAIT_S = 30  # result pickle written, job still COMPLETING (KillWait, epilog)
 SUBMIT_THREADS = 8  # concurrent sbatch calls when many rows are submitted at once
 RESULT_CHECK_S = 0.2  # how often a waiting result() looks for the result file (a stat)
 MorePairs = Callable[[Sequence[Any]], bool | str]  # A/B: JobContext.more_pairs
@@ -321,10 +322,18 @@ class LaunchSession:
     def _final_state(self, e: _Entry) -> str:
         if self.options.executor != "slurm":
             return "LOCAL"
-        info = self.states.query([e.job_id]).get(e.job_id)
-        if info is not None:
-            e.info = info
-        return info.state if info is not None and info.terminal else "COMPLETED"
+        # The job writes its result before it ends; at a time limit the srun it waits on can
+        # die first, so the result says FAILED while Slurm is still recording TIMEOUT.
+        deadline = time.monotonic() + FINAL_STATE_WAIT_S
+        while True:
+            info = self.states.query([e.job_id]).get(e.job_id)
+            if info is not None:
+                e.info = info
+                if info.terminal:
+                    return info.state
+            if time.monotonic() >= deadline:
+                return "COMPLETED"
+            time.sleep(0.5)
 
     def _finish_from_pickle(self, e: _Entry, pickle: Path) -> None:
         try:
@@ -334,6 +343,11 @@ class LaunchSession:
             outcome, value = pickle_load(pickle)
         state = self._final_state(e)
         if outcome == "success" and isinstance(value, RunResult):
+            if state not in ("COMPLETED", "FAILED"):
+                # Slurm ended it (TIMEOUT, PREEMPTED, NODE_FAIL, CANCELLED): that is the
+                # cause, whatever the killed launch made the job function conclude.
+                self._finish_from_folder(e, state)
+                return
             if value.state == "FAILED":  # the batch step exits 0 after a failed launch
                 state = "FAILED"
             e.result = dataclasses.replace(
