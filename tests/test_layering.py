@@ -74,6 +74,7 @@ LAZY_OK = (
     "yaml",
     "filelock",
     "perfgate.workload.nemo2_recipe",  # imports NeMo at its top
+    "perfgate.workload.nemo2_paths",  # imports fiddle, nemo_run and Megatron at its top
     "perfgate.workload.nemo2_callback",  # imports Lightning at its top
     "perfgate.workload.recording",  # imports torch at its top
 )

@@ -291,15 +291,15 @@ def test_automodel_benchmark_rerun_in_the_same_file_keeps_the_last_attempt():
 
 
 def test_the_marker_search_narrows_to_the_format_found():
-    from perfgate.logs import assemble
+    from perfgate.logs import collect
     from perfgate.logs.scan import LineScanner
 
     data = (LOGS / "nemo2_b200_llama3_8b.log").read_bytes()
     scanner = LineScanner(io.BytesIO(data))
-    assemble.collect(scanner)
+    collect.collect(scanner)
     assert scanner.markers == (b"teration",)
     scanner = LineScanner(io.BytesIO((LOGS / "bridge_llama31_8b_b200.log").read_bytes()))
-    assemble.collect(scanner)
+    collect.collect(scanner)
     assert scanner.markers == (b"teration", b"Step Time")
 
 

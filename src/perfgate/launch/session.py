@@ -7,34 +7,30 @@ no final state grace_min after its time limit is given up (UNKNOWN). A state fil
 results folder maps rows (and test ids) to job ids, so a new session with resume=True
 re-attaches to jobs still queued or running (or finished with a result) instead of
 submitting them again. SIGINT/SIGTERM cancel every job the session submitted.
+One row's job and how its result is made: perfgate.launch.entry; sbatch: perfgate.launch.submit.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import shutil
 import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import submitit
-from submitit.core.utils import pickle_load
-
 from perfgate.catalog import Row
 from perfgate.errors import ConfigError, PerfgateError
-from perfgate.launch import planning, requeues, statefile
-from perfgate.launch.collect import collect_job, progress
+from perfgate.launch import entry, planning, requeues, statefile
+from perfgate.launch.collect import progress
+from perfgate.launch.entry import Entry
 from perfgate.launch.envs import export_secrets
-from perfgate.launch.job import run_job
 from perfgate.launch.slurmstate import JobInfo, SlurmStates
+from perfgate.launch.submit import require_slurm, submit
 from perfgate.launch.types import JobPlan, LaunchOptions
-from perfgate.runs import Diagnosis, JobStatus, RunResult
+from perfgate.runs import JobStatus, RunResult
 
 STATE_FILE = statefile.STATE_FILE
 LOST_AFTER_S = 120  # a submitted job Slurm has no record of for this long is given up
@@ -43,49 +39,6 @@ FINAL_STATE_WAIT_S = 30  # result pickle written, job still COMPLETING (KillWait
 SUBMIT_THREADS = 8  # concurrent sbatch calls when many rows are submitted at once
 RESULT_CHECK_S = 0.2  # how often a waiting result() looks for the result file (a stat)
 MorePairs = Callable[[Sequence[Any]], bool | str]  # A/B: JobContext.more_pairs
-
-
-@dataclass
-class _Entry:
-    row: Row
-    plan: JobPlan
-    ctx: planning.JobContext
-    test_id: str | None = None
-    job_id: str | None = None
-    submitted_at: float | None = None  # wall clock
-    running_since: float | None = None
-    pending_since: float | None = None
-    unknown_since: float | None = None
-    info: JobInfo | None = None
-    result: RunResult | None = None
-    local_job: Any = None  # submitit LocalJob (local executor)
-    resumed: bool = False
-    # Why each earlier attempt ended ("NODE_FAIL on n2", "PREEMPTED"); None while accounting
-    # has not recorded it yet (looked up again on the next polls).
-    requeues: list[str | None] = dataclasses.field(default_factory=list)
-
-    @property
-    def done(self) -> bool:
-        return self.result is not None
-
-
-def sbatch_error(text: str) -> str:
-    """sbatch's own complaint, on one line: its `sbatch: ...` lines (not the "Try sbatch
-    --help" hint), else the lines that say error, else the last line."""
-    lines = [x.strip() for x in text.strip().splitlines() if x.strip()]
-    said = [x for x in lines if x.startswith("sbatch:")]
-    said = said or [x for x in lines if "error" in x.lower()] or lines[-1:]
-    return "; ".join(said)
-
-
-def require_slurm() -> None:
-    """A one-line error on a machine without Slurm's commands, before any row is planned."""
-    missing = [c for c in ("sbatch", "srun", "squeue", "scancel") if shutil.which(c) is None]
-    if missing:
-        raise PerfgateError(
-            f"no Slurm here ({', '.join(missing)} not on PATH): run from a login node, or use "
-            "--dry-run, --replay DIR or --executor local"
-        )
 
 
 class LaunchSession:
@@ -106,7 +59,7 @@ class LaunchSession:
         # Per row (A/B: the rule depends on the row's tolerance); wins over more_pairs.
         self.more_pairs_for = more_pairs_for
         self.states = SlurmStates()
-        self.entries: dict[str, _Entry] = {}
+        self.entries: dict[str, Entry] = {}
         self.order: list[str] = []
         self._last_poll = 0.0
         self._old_handlers: dict[int, Any] = {}
@@ -140,7 +93,7 @@ class LaunchSession:
             more = self._more_pairs(row)
             p = planning.plan(row, self.options, job_dir=jdir, more_pairs=more)
             ctx = planning.context(row, self.options, jdir, more)
-            e = _Entry(row, p, ctx, test_id=(test_ids or {}).get(row.id))
+            e = Entry(row, p, ctx, test_id=(test_ids or {}).get(row.id))
             self.entries[row.id] = e
             self.order.append(row.id)
             if saved.get("job_id"):
@@ -148,7 +101,7 @@ class LaunchSession:
         self._save_state()
         self.pump(force=True)
 
-    def _reattach(self, e: _Entry, saved: dict[str, Any]) -> None:
+    def _reattach(self, e: Entry, saved: dict[str, Any]) -> None:
         """Take over a job an earlier session submitted when it is still ours and alive."""
         if self.options.executor != "slurm" or saved.get("cancelled"):
             return
@@ -157,7 +110,7 @@ class LaunchSession:
         name = f"{self.options.job_name_prefix}-{e.row.id}"
         if info is None or (info.name and info.name != name):
             return  # job ids restart on a new cluster: a different job now has this id
-        if info.active or (info.state == "COMPLETED" and self._pickle(e, job_id).exists()):
+        if info.active or (info.state == "COMPLETED" and entry.pickle_path(e, job_id).exists()):
             e.job_id = job_id
             e.submitted_at = saved.get("submitted_at", time.time())
             e.resumed = True
@@ -173,7 +126,7 @@ class LaunchSession:
         live = sum(1 for e in self.entries.values() if e.job_id and not e.done)
         return (cap - live) if cap else len(self.entries)
 
-    def _submit_many(self, entries: list[_Entry]) -> None:
+    def _submit_many(self, entries: list[Entry]) -> None:
         """Submit several rows at once: sbatch takes ~0.1 s a call, one after the other 12
         rows cost more than a second of the sweep (bench-launch-sweep)."""
         if len(entries) == 1 or self.options.executor != "slurm":
@@ -183,37 +136,10 @@ class LaunchSession:
         with ThreadPoolExecutor(max_workers=min(SUBMIT_THREADS, len(entries))) as pool:
             list(pool.map(self._submit, entries))
 
-    def _submit(self, e: _Entry) -> None:
-        folder = Path(e.plan.job_dir) / "submitit"
-        try:
-            if self.options.executor == "slurm":
-                ex = submitit.SlurmExecutor(folder=folder)
-                ex.update_parameters(**planning.sbatch_parameters(e.row, self.options, e.ctx))
-            else:
-                ex = submitit.LocalExecutor(folder=folder)
-                ex.update_parameters(timeout_min=e.ctx.time_limit_min, tasks_per_node=1, nodes=1)
-            job = ex.submit(run_job, e.ctx)
-        except Exception as err:  # sbatch refused: a bad partition, account, QOS, limit
-            line = sbatch_error(str(err))
-            e.result = RunResult(
-                e.row.id,
-                None,
-                "NOT_SUBMITTED",
-                diagnosis=Diagnosis("SUBMIT", f"sbatch refused the job: {line}", line),
-                sbatch_script=e.plan.sbatch_script,
-                job_dir=e.plan.job_dir,
-            )
-            return
-        e.job_id = str(job.job_id)
-        e.submitted_at = time.time()
-        e.pending_since = time.monotonic()
-        if self.options.executor == "local":
-            e.local_job = job
+    def _submit(self, e: Entry) -> None:
+        submit(e, self.options)
 
     # --- state ---------------------------------------------------------------------------------
-
-    def _pickle(self, e: _Entry, job_id: str | None = None) -> Path:
-        return Path(e.plan.job_dir) / "submitit" / f"{job_id or e.job_id}_0_result.pkl"
 
     def pump(self, force: bool = False) -> None:
         """Refresh states (at most once per poll interval), finish jobs, fill free slots."""
@@ -270,13 +196,13 @@ class LaunchSession:
                 e.running_since = None
             e.info = info
 
-    def _track_requeues(self, e: _Entry) -> None:
+    def _track_requeues(self, e: Entry) -> None:
         slurm = self.states if self.options.executor == "slurm" else None
         requeues.track(e.requeues, e.plan.job_dir, e.job_id, slurm)
 
-    def _check(self, e: _Entry) -> bool:
+    def _check(self, e: Entry) -> bool:
         """Finish e when its job is over or past a deadline; True when it finished."""
-        pickle = self._pickle(e)
+        pickle = entry.pickle_path(e)
         info = e.info
         if pickle.exists():
             self._finish_from_pickle(e, pickle)
@@ -319,7 +245,7 @@ class LaunchSession:
                 return True
         return False
 
-    def _final_state(self, e: _Entry) -> str:
+    def _final_state(self, e: Entry) -> str:
         if self.options.executor != "slurm":
             return "LOCAL"
         # The job writes its result before it ends; at a time limit the srun it waits on can
@@ -335,61 +261,14 @@ class LaunchSession:
                 return "COMPLETED"
             time.sleep(0.5)
 
-    def _finish_from_pickle(self, e: _Entry, pickle: Path) -> None:
-        try:
-            outcome, value = pickle_load(pickle)
-        except Exception:
-            time.sleep(1)  # written by rename, but a lagging filesystem may show it early
-            outcome, value = pickle_load(pickle)
-        state = self._final_state(e)
-        if outcome == "success" and isinstance(value, RunResult):
-            if state not in ("COMPLETED", "FAILED"):
-                # Slurm ended it (TIMEOUT, PREEMPTED, NODE_FAIL, CANCELLED): that is the
-                # cause, whatever the killed launch made the job function conclude.
-                self._finish_from_folder(e, state)
-                return
-            if value.state == "FAILED":  # the batch step exits 0 after a failed launch
-                state = "FAILED"
-            e.result = dataclasses.replace(
-                value, job_id=e.job_id, state=state, sbatch_script=e.plan.sbatch_script
-            )
-            return
-        # The job function itself raised: keep what it measured, name the exception.
-        last = str(value).strip().splitlines()[-1] if str(value).strip() else "no traceback"
-        res = self._collect(e, state)
-        e.result = dataclasses.replace(
-            res,
-            diagnosis=Diagnosis(
-                "UNKNOWN",
-                f"job {e.job_id}: the job function failed: {last}",
-                last,
-                str(value)[-4000:],
-            ),
-        )
+    def _finish_from_pickle(self, e: Entry, pickle: Path) -> None:
+        e.result = entry.from_pickle(e, pickle, self._final_state(e))
 
-    def _collect(self, e: _Entry, state: str) -> RunResult:
-        wall = e.info.elapsed_s if e.info else None
-        return collect_job(
-            e.plan.job_dir,
-            e.row.id,
-            e.job_id,
-            state,
-            e.ctx.steps,
-            sbatch_script=e.plan.sbatch_script,
-            wall_s=wall,
-        )
+    def _finish_from_folder(self, e: Entry, state: str) -> None:
+        e.result = entry.collect(e, state)
 
-    def _finish_from_folder(self, e: _Entry, state: str) -> None:
-        e.result = self._collect(e, state)
-
-    def _give_up(self, e: _Entry, cause: str, message: str) -> None:
-        res = self._collect(e, e.info.state if e.info else "UNKNOWN")
-        e.result = dataclasses.replace(
-            res,
-            diagnosis=Diagnosis(
-                cause, message, None, res.diagnosis.log_tail if res.diagnosis else ""
-            ),
-        )
+    def _give_up(self, e: Entry, cause: str, message: str) -> None:
+        e.result = entry.given_up(e, cause, message)
 
     # --- the API the plugin drives ------------------------------------------------------------
 
@@ -448,7 +327,7 @@ class LaunchSession:
             )
         return out
 
-    def _progress(self, e: _Entry) -> tuple[int | None, int | None, str | None]:
+    def _progress(self, e: Entry) -> tuple[int | None, int | None, str | None]:
         return progress(
             e.plan.job_dir, e.ctx.steps, len(e.ctx.launches) > 1, attempt=len(e.requeues)
         )
@@ -476,15 +355,7 @@ class LaunchSession:
             )
         for e in self.entries.values():
             if e.job_id is None and e.result is None:
-                e.result = RunResult(
-                    e.row.id,
-                    None,
-                    "CANCELLED",
-                    diagnosis=Diagnosis(
-                        "CANCELLED", "the session was interrupted before this row was submitted"
-                    ),
-                    job_dir=e.plan.job_dir,
-                )
+                e.result = entry.never_submitted(e)
         self._save_state(cancelled=self._scancelled)
         return ids
 

@@ -5,7 +5,7 @@ Formats (detect_format names): "nemo2" (NeMo 2.x progress lines; llmb/dgxc NeMo 
 "megatron" (Megatron-LM iteration lines), "megatron_bridge" (Megatron-Bridge `Step Time :` and
 iteration lines; llmb/dgxc logs of NeMo >= 25.09), "automodel" (Automodel train_ft),
 "automodel_benchmark" (Automodel benchmark recipe), "torchtitan". Line shapes:
-perfgate.logs.formats and tests/data/reference/log_formats.md.
+perfgate.logs.shapes and tests/data/reference/log_formats.md.
 
 Rules the parser applies, each reported in StepSeries.notes when it fires:
 - steps are 0-based whatever the logger's numbering (Megatron/TorchTitan `iteration N` -> N-1);
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.errors import LogParseError
-from perfgate.logs import assemble
+from perfgate.logs import assemble, chain, collect
 from perfgate.logs.scan import LineScanner, open_log
 from perfgate.logs.series import Step, StepSeries, log_interval_of, renumber
 
@@ -67,7 +67,7 @@ def parse_files(
         lines = _read(path)
         lines.skip_unterminated = growing and i == len(paths) - 1
         parts.append(assemble.parse_lines(lines, path, tokens_per_step, num_gpus))
-    return assemble.chain(parts)
+    return chain.chain(parts)
 
 
 def parse_text(
@@ -79,12 +79,12 @@ def parse_text(
 ) -> StepSeries:
     """Parse one log held in memory; origin names it in notes and errors."""
     part = assemble.parse_lines(_text_lines(text), origin, tokens_per_step, num_gpus)
-    return assemble.chain([part])
+    return chain.chain([part])
 
 
 def detect_format(text: str | bytes) -> str:
     """The format name of a log's step records (see the module doc), or "unknown"."""
-    return assemble.detect(_text_lines(text)) or "unknown"
+    return collect.detect(_text_lines(text)) or "unknown"
 
 
 def summarize(series: StepSeries) -> dict[str, Any]:

@@ -1,4 +1,6 @@
-"""Records of perfgate.logs.formats -> one StepSeries: formats, ranks, attempts, pairing, chaining.
+"""One file's records (perfgate.logs.collect) -> its Part: the format's records paired or
+derived into steps, one stream per rank, the last attempt of each, the lowest rank winning.
+Parts are chained into one StepSeries by perfgate.logs.chain.
 
 The rules are listed in perfgate.logs' module doc; every time one of them changes the data a
 note says so, so a report can show how the numbers were read.
@@ -6,13 +8,12 @@ note says so, so a report can show how the numbers were read.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from perfgate.errors import LogParseError
 from perfgate.logs import formats as lf
+from perfgate.logs.collect import MAX_RANK_STREAMS, choose, collect
 from perfgate.logs.derive import (
     automodel_step_times,
     memory_by_step,
@@ -21,19 +22,8 @@ from perfgate.logs.derive import (
     rank_key,
     titan_step_times,
 )
-from perfgate.logs.series import Step, StepSeries, log_interval_of, renumber
+from perfgate.logs.series import Step
 
-# detect_format names, in the order that breaks a tie in record counts.
-FORMATS = (
-    "megatron_bridge",
-    "megatron",
-    "nemo2",
-    "nemo_delta_timing",
-    "nemo1_tqdm",
-    "automodel",
-    "automodel_benchmark",
-    "torchtitan",
-)
 _STEP_FIELDS = (
     "tflops_per_gpu",
     "tokens_per_s_per_gpu",
@@ -61,101 +51,13 @@ class Part:
     problem: str | None = None  # why records were found but no step time could be had
 
 
-# Kinds every rank may print (all-rank logs): only the lowest MAX_RANK_STREAMS ranks' records
-# are kept, so a 1000-rank log costs no more memory or time than an 8-rank one. The lowest
-# rank wins each step anyway; the others matter only if all of those lack the step.
-MAX_RANK_STREAMS = 8
-_CAPPED = {lf.NEMO2, lf.NEMO_DELTA, lf.TQDM, lf.MEGATRON, lf.AUTOMODEL, lf.TITAN}
-
-
-@dataclass
-class Collected:
-    """The records of one log by kind, in file order, and the ranks whose records were skipped."""
-
-    by_kind: dict[str, list[lf.Record]]
-    skipped_ranks: dict[str, set[int | None]]
-
-
-def collect(lines: Iterable[str]) -> Collected:
-    """All records of the lines, by kind, in file order (all-rank kinds: lowest ranks only).
-
-    When lines is a LineScanner, its marker search is narrowed to the kinds found so far: a
-    log holds one format, and fewer byte searches make multi-GB all-rank logs faster.
-    """
-    by_kind: dict[str, list[lf.Record]] = defaultdict(list)
-    streams: dict[str, dict[int | None, list[lf.Record]]] = defaultdict(dict)
-    skipped: dict[str, set[int | None]] = defaultdict(set)
-
-    def keep(kind: str, rank: int | None) -> bool:
-        if kind not in _CAPPED:
-            return True
-        kept = streams[kind]
-        if rank in kept:
-            return True
-        if len(kept) >= MAX_RANK_STREAMS:
-            worst = max(kept, key=rank_key)
-            if rank_key(rank) > rank_key(worst):
-                skipped[kind].add(rank)
-                return False
-            del kept[worst]
-            skipped[kind].add(worst)
-        kept[rank] = []
-        return True
-
-    narrow = getattr(lines, "narrow", None)
-    seen: set[str] = set()
-    seq = 0
-    for line in lines:
-        for rec in lf.extract(line, keep):
-            rec.seq = seq
-            seq += 1
-            if rec.kind not in seen:
-                seen.add(rec.kind)
-                if narrow is not None:
-                    narrow(lf.markers_for(seen))
-            if rec.kind in _CAPPED:
-                streams[rec.kind][rec.rank].append(rec)
-            else:
-                by_kind[rec.kind].append(rec)
-    for kind, per_rank in streams.items():
-        by_kind[kind] = sorted((r for recs in per_rank.values() for r in recs), key=_seq)
-    return Collected(by_kind, skipped)
-
-
-def _seq(rec: lf.Record) -> int:
-    return rec.seq
-
-
-def detect(lines: Iterable[str]) -> str | None:
-    """The format of the lines' step records, or None when there are none."""
-    return _choose(collect(lines).by_kind)
-
-
-def _choose(by_kind: dict[str, list[lf.Record]]) -> str | None:
-    counts = {
-        "megatron_bridge": len(by_kind[lf.STEP_TIME])
-        and max(len(by_kind[lf.STEP_TIME]), len(by_kind[lf.MEGATRON])),
-        "megatron": 0 if by_kind[lf.STEP_TIME] else len(by_kind[lf.MEGATRON]),
-        "nemo2": len(by_kind[lf.NEMO2]),
-        "nemo_delta_timing": len(by_kind[lf.NEMO_DELTA]),
-        "nemo1_tqdm": len({r.step for r in by_kind[lf.TQDM]}),
-        "automodel": len(by_kind[lf.AUTOMODEL]),
-        "automodel_benchmark": len(by_kind[lf.AM_TIME]),
-        "torchtitan": len(by_kind[lf.TITAN]),
-    }
-    best = max(counts.values())
-    if best == 0:
-        return None
-    return next(f for f in FORMATS if counts[f] == best)
-
-
 def parse_lines(
     lines: Iterable[str], origin: str, tokens_per_step: float | None, num_gpus: int | None
 ) -> Part:
     """Parse one file's candidate lines into a Part."""
     collected = collect(lines)
     by_kind = collected.by_kind
-    fmt = _choose(by_kind)
+    fmt = choose(by_kind)
     part = Part(origin, fmt)
     for rec in by_kind[lf.AM_SUMMARY]:
         part.reported.update(rec.values)
@@ -330,80 +232,3 @@ def _attempts(
         prev = s
     first = min(kept) if kept else 0
     return kept, restarts, [x for x in seg if x > first], dups
-
-
-def chain(parts: Sequence[Part]) -> StepSeries:
-    """Chain the parts of one run in order into a StepSeries, or raise LogParseError."""
-    origins = [p.origin for p in parts]
-    formats = {p.format for p in parts if p.steps and p.format}
-    if not formats:
-        problems = [f"{p.origin}: {p.problem}" for p in parts if p.problem]
-        if problems:
-            raise LogParseError("; ".join(problems))
-        raise LogParseError(
-            f"{', '.join(origins)}: no step-time lines found (tried formats: {', '.join(FORMATS)})"
-        )
-    if formats == {"megatron", "megatron_bridge"}:
-        formats = {"megatron_bridge"}
-    if len(formats) > 1:
-        desc = ", ".join(f"{p.origin} is {p.format}" for p in parts if p.steps)
-        raise LogParseError(f"the files of one run must share a log format: {desc}")
-    steps: list[Step] = []
-    notes: list[str] = []
-    seg: list[int] = []
-    nan_its: dict[int, float] = {}
-    reported: dict[str, float] = {}
-    restarts = 0
-    for part in parts:
-        notes.extend(part.notes)
-        reported.update(part.reported)
-        if not part.steps:
-            notes.append(f"{part.origin}: no step records ({part.problem or 'none found'})")
-            continue
-        offset = 0
-        if steps:
-            restarts += 1
-            first, last = part.steps[0].step, steps[-1].step
-            if first <= last:
-                interval = log_interval_of([s.step for s in part.steps])
-                offset = last + interval - first
-                notes.append(
-                    f"{part.origin}: step numbering restarts at {first}; continued after "
-                    f"step {last} of the previous file (+{offset})"
-                )
-            seg.append(first + offset)
-        restarts += part.restarts
-        steps.extend(renumber(part.steps, offset))
-        seg.extend(s + offset for s in part.segment_starts)
-        nan_its.update({s + offset: n for s, n in part.nan_iterations.items()})
-    return StepSeries(
-        format=formats.pop(),
-        steps=tuple(steps),
-        source_files=tuple(origins),
-        log_interval=log_interval_of([s.step for s in steps]),
-        restarts=restarts,
-        invalid_reason=_invalid_reason(steps, nan_its),
-        notes=tuple(notes),
-        segment_starts=tuple(seg),
-        reported=reported,
-    )
-
-
-def _invalid_reason(steps: list[Step], nan_iterations: dict[int, float]) -> str | None:
-    """The first reason, in step order, that the run cannot be judged."""
-    for s in steps:
-        if not math.isfinite(s.step_time_s):
-            return f"{_nan_or_inf(s.step_time_s)} step time at step {s.step}"
-        if s.grad_norm is not None and not math.isfinite(s.grad_norm):
-            return f"{_nan_or_inf(s.grad_norm)} grad norm at step {s.step}"
-        if s.loss is not None and not math.isfinite(s.loss):
-            return f"{_nan_or_inf(s.loss)} loss at step {s.step}"
-        if nan_iterations.get(s.step):
-            n = nan_iterations[s.step]  # a corrupt count may be inf or NaN: no int() of it
-            count = int(n) if math.isfinite(n) else n
-            return f"{count} NaN iteration(s) reported by Megatron at step {s.step}"
-    return None
-
-
-def _nan_or_inf(x: float) -> str:
-    return "NaN" if x != x else "infinite"

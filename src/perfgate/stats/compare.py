@@ -1,5 +1,8 @@
 """Comparisons of steady step times: the noise model, stored-baseline, runs and paired tests.
 
+The noise settings and priors live in perfgate.stats.noise, the Comparison result in
+perfgate.stats.comparison, the decision rule in perfgate.stats.rule; this module combines them.
+
 Noise model (measured on the real series in tests/data/reference by
 scripts/evaluate_detector.py). The log of a run's steady median step time is
 
@@ -53,14 +56,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
 
 from perfgate.catalog import Baseline
 from perfgate.errors import ConfigError, PerfgateError
-from perfgate.stats.priors import MEGATRON_CI, PRODUCTION, NoisePrior
+from perfgate.stats.comparison import Comparison, from_decision, no_verdict
+from perfgate.stats.noise import (
+    ALPHA,
+    DEFAULT_PAIR_CV,
+    DEFAULT_RUN_TO_RUN_CV,
+    DEFAULT_TOLERANCE,
+    baseline_noise,
+    check_prior,
+)
 from perfgate.stats.rule import (
-    Decision,
     check_alpha,
     check_tolerance,
     decide,
@@ -72,137 +80,11 @@ from perfgate.stats.rule import (
     sum_sq,
     unpaired_se,
 )
-from perfgate.stats.run import RunSummary, Window, summarize_run
+from perfgate.stats.run import RunSummary, Window, summarize_run, window_name
 
-VERDICTS = ("PASS", "REGRESSION", "IMPROVEMENT", "INCONCLUSIVE")
-ALPHA = 0.01  # one-sided false-alarm rate of a REGRESSION verdict at no change
-DEFAULT_TOLERANCE = 0.05  # when neither the caller nor the stored baseline gives one
-# Per-run sigma of log(steady step time) between separate launches of one config.
-DEFAULT_RUN_TO_RUN_CV = 0.011
-# Sigma of log(candidate / baseline) for a pair launched back to back on the same nodes.
-DEFAULT_PAIR_CV = 0.016
-PRIOR_DF = 2.0  # weight of those priors in degrees of freedom; also their tail weight
 # The decision rule (perfgate.stats.rule.RULES): "guarded" acceptance; scripts/evaluate_detector.py
 # sets "point" (the rule before row histories) to compare the two.
 RULE = "guarded"
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """A verdict on candidate vs baseline with the numbers behind it."""
-
-    verdict: str
-    delta: float  # (candidate / baseline - 1) of steady step time; +0.03 = 3% slower
-    ci_low: float  # lower confidence bound of delta (level ci_level)
-    ci_high: float
-    se: float  # standard error of log(candidate / baseline)
-    resolution: float  # smallest slowdown this comparison tells from noise at its false-alarm rate
-    tolerance: float
-    mode: str  # "stored", "runs" or "paired"
-    reason: str
-    baseline_step_time_s: float
-    candidate_step_time_s: float
-    baseline: tuple[RunSummary, ...] = ()
-    candidate: tuple[RunSummary, ...] = ()
-    pair_deltas: tuple[float, ...] = ()
-    alpha: float = ALPHA
-    ci_level: float = 1 - 2 * ALPHA
-    df: float = math.inf  # degrees of freedom of the t quantile
-    sigma: float = math.nan  # per-run (stored, runs) or per-pair (paired) sigma used
-    sigma_observed: float | None = None  # what the runs themselves showed, if they could
-    n_baseline: int = 0  # steady baseline runs used (stored: the baseline's n_runs)
-    n_candidate: int = 0  # steady candidate runs used (paired: pairs used)
-    n_unsteady: int = 0  # runs left out because they never reached a steady state
-    window: str = "auto"
-    detectable: float = math.nan  # slowdown this comparison flags 95% of the time
-
-    @property
-    def n_pairs(self) -> int:
-        """Pairs behind a paired verdict (0 otherwise)."""
-        return self.n_candidate if self.mode == "paired" else 0
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data (NaN and inf become None)."""
-        return json_ready(asdict(self))
-
-
-def json_ready(x: Any) -> Any:
-    """Plain JSON-ready data: dataclass dicts with NaN and inf as None."""
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: json_ready(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [json_ready(v) for v in x]
-    return x
-
-
-@dataclass(frozen=True)
-class Noise:
-    """What a comparison assumes about noise its runs cannot show: the false-alarm rate and
-    the run-to-run prior (perfgate.stats.priors).
-
-    run_cv/df (--noise-cv/--noise-df) win over everything. Else prior (--noise-prior) when
-    named; else ("auto") the site's calibrated prior, or the production prior, for a baseline
-    perfgate measured, and the megatron-ci prior for a published or imported number (measured
-    on another cluster: its offset is unknown, its tails heavy).
-    """
-
-    alpha: float = ALPHA
-    run_cv: float | None = None  # sigma of log(step time) of one launch; None: the prior's
-    df: float | None = None  # the prior's weight in degrees of freedom; None: PRIOR_DF
-    prior: NoisePrior | None = None  # a named prior for every row; None: auto
-    site: NoisePrior | None = None  # the site's calibrated prior (perfgate calibrate), if any
-
-    def __post_init__(self) -> None:
-        if not 0 < self.alpha < 0.5:
-            raise ConfigError(f"alpha {self.alpha}: must be a fraction in (0, 0.5), e.g. 0.01")
-        if self.run_cv is not None and not 0 < self.run_cv < 0.5:
-            raise ConfigError(f"noise CV {self.run_cv}: must be a fraction in (0, 0.5)")
-        if self.df is not None and not self.df > 0:
-            raise ConfigError(f"noise df {self.df}: must be positive")
-
-    def prior_for(self, baseline: Baseline | None) -> NoisePrior:
-        """The run-to-run prior a comparison with this baseline uses."""
-        if self.run_cv is not None:
-            return NoisePrior("--noise-cv", self.run_cv, self.df or PRIOR_DF)
-        if self.prior is not None:
-            return self.prior
-        if baseline is not None and baseline.measured_here:
-            return self.site or PRODUCTION
-        return MEGATRON_CI
-
-    def stored(self, baseline: Baseline | None = None) -> dict[str, Any]:
-        """Keyword arguments of compare_to_baseline and unpaired compare_runs."""
-        if baseline is None and self.run_cv is None and self.prior is None:
-            return {"alpha": self.alpha, "prior_sigma": None, "prior_df": self.df}
-        p = self.prior_for(baseline)
-        return {"alpha": self.alpha, "prior_sigma": p.sigma, "prior_df": p.df}
-
-    def paired(self) -> dict[str, Any]:
-        """The pair prior (a pair's log ratio has two launches' noise) for paired compare_runs.
-
-        A/B pairs keep the A/A-pair fit (DEFAULT_PAIR_CV) unless --noise-cv says otherwise:
-        the named priors describe runs in separate jobs.
-        """
-        sigma = None if self.run_cv is None else self.run_cv * math.sqrt(2)
-        return {"prior_sigma": sigma, "prior_df": self.df}
-
-
-DEFAULT_NOISE = Noise()
-
-
-def parse_window(text: str, option: str = "--window") -> Window:
-    """'auto' or 'FIRST:LAST' (inclusive 0-based steps, e.g. 35:44 as llmb) from an option."""
-    if text == "auto":
-        return "auto"
-    first, sep, last = text.partition(":")
-    try:
-        if not sep:
-            raise ValueError
-        return (int(first), int(last))
-    except ValueError:
-        raise ConfigError(f"{option} {text!r}: expected auto or FIRST:LAST, e.g. 35:44") from None
 
 
 def needs_more_pairs(comparison: Comparison, max_pairs: int) -> bool:
@@ -217,16 +99,6 @@ def needs_more_pairs(comparison: Comparison, max_pairs: int) -> bool:
         return True
     soft = comparison.verdict == "REGRESSION" and comparison.ci_low <= comparison.tolerance
     return RULE == "guarded" and soft
-
-
-def _check_prior(sigma: float | None, df: float | None, default: float) -> tuple[float, float]:
-    sigma = default if sigma is None else sigma
-    df = PRIOR_DF if df is None else df
-    if not (math.isfinite(sigma) and sigma > 0):
-        raise ConfigError(f"prior_sigma = {sigma!r}: expected a fraction > 0, e.g. 0.01")
-    if not df > 0:
-        raise ConfigError(f"prior_df = {df!r}: expected degrees of freedom > 0")
-    return sigma, df
 
 
 def _summaries(runs: Sequence[Sequence[float]], window: Window, side: str) -> list[RunSummary]:
@@ -247,41 +119,6 @@ def _summaries(runs: Sequence[Sequence[float]], window: Window, side: str) -> li
 def _unsteady_note(side: str, runs: Sequence[RunSummary]) -> str:
     bad = [f"{side} run {i + 1}: {r.reason}" for i, r in enumerate(runs) if not r.steady]
     return "; ".join(bad)
-
-
-def _window_name(window: Window) -> str:
-    return window if isinstance(window, str) else f"{window[0]}:{window[1]}"
-
-
-def _result(dec: Decision, **fields: Any) -> Comparison:
-    """A Comparison from a decision and the numbers behind it."""
-    return Comparison(
-        verdict=dec.verdict,
-        delta=dec.delta,
-        ci_low=dec.ci_low,
-        ci_high=dec.ci_high,
-        resolution=dec.resolution,
-        detectable=dec.detectable,
-        **fields,
-    )
-
-
-def _no_verdict(mode: str, tolerance: float, reason: str, **kw: Any) -> Comparison:
-    nan = math.nan
-    return Comparison(
-        "INCONCLUSIVE",
-        nan,
-        nan,
-        nan,
-        nan,
-        nan,
-        tolerance,
-        mode,
-        reason,
-        kw.pop("baseline_step_time_s", nan),
-        kw.pop("candidate_step_time_s", nan),
-        **kw,
-    )
 
 
 # --- comparisons --------------------------------------------------------------------------------
@@ -307,7 +144,7 @@ def compare_runs(
     """
     tol, alpha = check_tolerance(tolerance), check_alpha(alpha)
     default = DEFAULT_PAIR_CV if paired else DEFAULT_RUN_TO_RUN_CV
-    prior = _check_prior(prior_sigma, prior_df, default)
+    prior = check_prior(prior_sigma, prior_df, default)
     base = _summaries(baseline_runs, window, "baseline")
     cand = _summaries(candidate_runs, window, "candidate")
     if paired:
@@ -316,8 +153,8 @@ def compare_runs(
                 f"paired comparison needs as many baseline runs as candidate runs, got "
                 f"{len(base)} and {len(cand)}"
             )
-        return _compare_paired(base, cand, tol, alpha, _window_name(window), prior)
-    return _compare_unpaired(base, cand, tol, alpha, _window_name(window), prior)
+        return _compare_paired(base, cand, tol, alpha, window_name(window), prior)
+    return _compare_unpaired(base, cand, tol, alpha, window_name(window), prior)
 
 
 def _compare_paired(
@@ -344,7 +181,7 @@ def _compare_paired(
         window=window,
     )
     if not used:
-        return _no_verdict("paired", tol, f"no pair with both runs steady ({note})", **common)
+        return no_verdict("paired", tol, f"no pair with both runs steady ({note})", **common)
     diffs = [math.log(c.median_s / b.median_s) for b, c in used]
     n = len(diffs)
     within = mean([b.rel_se**2 + c.rel_se**2 for b, c in used])
@@ -363,7 +200,7 @@ def _compare_paired(
     reason = f"{n} pair{'s' if n > 1 else ''}: {dec.reason}" + (
         f"; left out: {note}" if note else ""
     )
-    return _result(
+    return from_decision(
         dec,
         mode="paired",
         se=se,
@@ -405,7 +242,7 @@ def _compare_unpaired(
     )
     if not b_ok or not c_ok:
         side = "baseline" if not b_ok else "candidate"
-        return _no_verdict("runs", tol, f"no steady {side} run ({note})", **common)
+        return no_verdict("runs", tol, f"no steady {side} run ({note})", **common)
     lb = [math.log(r.median_s) for r in b_ok]
     lc = [math.log(r.median_s) for r in c_ok]
     k, m = len(lc), len(lb)
@@ -426,7 +263,7 @@ def _compare_unpaired(
 
     dec = decide(mean(lc) - mean(lb), se, df, tol, alpha, advice, RULE)
     reason = f"{k} vs {m} runs: {dec.reason}" + (f"; left out: {note}" if note else "")
-    return _result(
+    return from_decision(
         dec,
         mode="runs",
         se=se,
@@ -439,20 +276,6 @@ def _compare_unpaired(
         sigma_observed=observed,
         **common,
     )
-
-
-def baseline_noise(baseline: Baseline) -> tuple[float, float]:
-    """(sum of squares, df) of log step time that a baseline's own runs show about noise.
-
-    Its stored runs when it has them, else its spread over n_runs; (0, 0) for one run.
-    """
-    runs = [r.step_time_s for r in baseline.runs]
-    if len(runs) >= 2:
-        return sum_sq([math.log(x) for x in runs]), len(runs) - 1
-    n, spread, ref = baseline.n_runs, baseline.step_time_spread_s, baseline.step_time_s
-    if n >= 2 and spread is not None and math.isfinite(spread) and spread >= 0:
-        return (n - 1) * (spread / ref) ** 2, n - 1
-    return 0.0, 0
 
 
 def compare_to_baseline(
@@ -474,7 +297,7 @@ def compare_to_baseline(
     within-segment residuals, perfgate.history.noise) show; one candidate run is judged by
     the predictive distribution of a new run, t on the pooled df.
     """
-    prior = _check_prior(prior_sigma, prior_df, DEFAULT_RUN_TO_RUN_CV)
+    prior = check_prior(prior_sigma, prior_df, DEFAULT_RUN_TO_RUN_CV)
     if tolerance is None:
         tolerance = baseline.tolerance if baseline.tolerance is not None else DEFAULT_TOLERANCE
     tol, alpha = check_tolerance(tolerance), check_alpha(alpha)
@@ -492,10 +315,10 @@ def compare_to_baseline(
         n_baseline=n_base,
         n_candidate=len(c_ok),
         n_unsteady=len(cand) - len(c_ok),
-        window=_window_name(window),
+        window=window_name(window),
     )
     if not c_ok:
-        return _no_verdict(
+        return no_verdict(
             "stored", tol, f"no steady candidate run ({note})", baseline_step_time_s=ref, **common
         )
     lc = [math.log(r.median_s) for r in c_ok]
@@ -536,7 +359,7 @@ def compare_to_baseline(
         f"{k} run{'s' if k > 1 else ''} vs stored baseline ({n_base} run"
         f"{'s' if n_base > 1 else ''}): {dec.reason}" + (f"; left out: {note}" if note else "")
     )
-    return _result(
+    return from_decision(
         dec,
         mode="stored",
         se=se,

@@ -23,7 +23,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from perfgate.errors import PerfgateError
+from perfgate.errors import ConfigError, PerfgateError
 
 Window = str | tuple[int, int]  # "auto" (data-driven) or (first, last) inclusive step numbers
 
@@ -142,6 +142,24 @@ def _validate(step_times: Sequence[float]) -> tuple[list[float], int]:
         values.append(x)
     missing = sum(math.isnan(x) for x in values)
     return values, missing
+
+
+def parse_window(text: str, option: str = "--window") -> Window:
+    """'auto' or 'FIRST:LAST' (inclusive 0-based steps, e.g. 35:44 as llmb) from an option."""
+    if text == "auto":
+        return "auto"
+    first, sep, last = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        return (int(first), int(last))
+    except ValueError:
+        raise ConfigError(f"{option} {text!r}: expected auto or FIRST:LAST, e.g. 35:44") from None
+
+
+def window_name(window: Window) -> str:
+    """A window as an option writes it: 'auto' or 'FIRST:LAST'."""
+    return window if isinstance(window, str) else f"{window[0]}:{window[1]}"
 
 
 def _parse_window(window: Window) -> tuple[int, int] | None:

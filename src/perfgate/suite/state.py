@@ -5,15 +5,14 @@
     dry-run   show what would run (sbatch script, srun line, spec, GPU-hours); submit nothing
     replay    judge each row from logs already on disk (perfgate.suite.replay); submit nothing
 
-It keeps each row's results.json record, turns the records into new baselines for
---update-baselines, and writes the terminal summary. Only perfgate.suite.plugin holds pytest
-hooks; this module uses pytest for skip/fail/usage errors only.
+It keeps each row's results.json record (made by perfgate.suite.records), has them stored as
+new baselines for --update-baselines (perfgate.suite.updates), and writes the terminal
+summary. Only perfgate.suite.plugin holds pytest hooks; this module uses pytest for
+skip/fail/usage errors only.
 """
 
 from __future__ import annotations
 
-import getpass
-import socket
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -25,11 +24,10 @@ from perfgate.catalog import Row
 from perfgate.errors import PerfgateError
 from perfgate.report import dryrun, results, signoff, table, trend
 from perfgate.report.environment import environment
-from perfgate.secrets import redact
-from perfgate.suite import preflight, replay
+from perfgate.suite import preflight, records, replay, updates
 from perfgate.suite.live import LiveRunner, say, terminal_display
-from perfgate.suite.recording import HistoryRecorder, is_example_replay
-from perfgate.suite.settings import Settings, repro_command
+from perfgate.suite.recording import HistoryRecorder
+from perfgate.suite.settings import Settings
 from perfgate.verdicts import Evaluation
 from perfgate.verdicts.paired import evaluate_ab
 from perfgate.verdicts.pairs_rule import PairsRule
@@ -37,7 +35,6 @@ from perfgate.workload import validate
 from perfgate.workload.describe import describe
 
 ITEM = pytest.StashKey[dict]()  # per test: evaluation, plan, recipe text, skip reason
-CLEAN = tuple(v for v in verdicts.VERDICTS if v != verdicts.INFRA)  # a measurement to store
 DRY_RUN = "DRY_RUN"
 
 
@@ -53,9 +50,7 @@ class PerfgateState:
         self.index: replay.ReplayIndex | None = None
         self.records: dict[str, dict[str, Any]] = {}
         self.results: results.ResultsFile | None = None
-        self.update_diff: str | None = None
-        self.update_error: str | None = None
-        self.refused: list[str] = []  # rows --update-baselines would not store, and why
+        self.update: updates.Update | None = None  # what --update-baselines did
         self.recorder = HistoryRecorder(
             settings, Path(config.rootpath), self.is_worker, config.invocation_params.args
         )
@@ -72,29 +67,7 @@ class PerfgateState:
 
     def session_info(self) -> dict[str, Any]:
         """What results.json and the report say about the session."""
-        launch = self.settings.launch
-        return {
-            "mode": self.settings.mode,
-            "user": _user(),
-            "host": socket.gethostname(),
-            "deselected": list(self.deselected),
-            "options": {
-                "executor": launch.executor,
-                "partition": launch.partition,
-                "account": launch.account,
-                "container_image": launch.container_image,
-                "candidate_image": launch.candidate_image,
-                "pairs": launch.pairs if self.settings.ab else None,
-                "max_pairs": launch.max_pairs if self.settings.ab else None,
-                "container_runtime": launch.container_runtime,
-                "steps": launch.steps,
-                "window": self.settings.window,
-                "tolerance": self.settings.tolerance,
-                "overrides": launch.overrides,
-                "env": launch.env,
-                "replay": str(self.settings.replay) if self.settings.replay else None,
-            },
-        }
+        return records.session_info(self.settings, self.deselected)
 
     def report_session(self) -> dict[str, Any]:
         """The session as results.json has it (with start, end and login metadata)."""
@@ -248,34 +221,7 @@ class PerfgateState:
 
     def record(self, item: pytest.Item, row: Row, report: pytest.TestReport) -> dict[str, Any]:
         """The results.json record of a row's test from its final report (setup or call)."""
-        info = item.stash.get(ITEM, {})
-        ev = info.get("evaluation")
-        skipped = _skip_text(report) if report.skipped else None
-        setup_s = info.get("setup_s", 0.0) if report.when == "call" else 0.0
-        rec = results.record(
-            ev,
-            row,
-            nodeid=item.nodeid,
-            outcome="error" if report.when == "setup" and report.failed else report.outcome,
-            repro=repro_command(item.nodeid, self.settings),
-            source=self.settings.mode,
-            plan=info.get("plan"),
-            description=info.get("description"),
-            skip_reason=info.get("skip_reason") or skipped,
-        )
-        if ev is None and report.failed:
-            lines = report.longreprtext.splitlines() if report.longreprtext else ["error"]
-            rec["verdict"] = verdicts.INFRA
-            rec["message"] = dryrun.with_id(row.id, lines[-1])
-        rec["duration_s"] = round(setup_s + report.duration, 3)
-        if report.failed and report.longreprtext:
-            text = report.longreprtext.strip()
-            expected = {rec["message"], f"{rec['message']} (--strict)"}
-            if ev is not None and ev.verdict == verdicts.INFRA:
-                expected.add(verdicts.infra_text(ev))
-            if text not in expected:  # not the verdict's own failure: show it in the report
-                rec["error"] = redact(text)
-        return rec
+        return records.row_record(item.stash.get(ITEM, {}), item.nodeid, row, report, self.settings)
 
     def add_record(self, rec: dict[str, Any]) -> None:
         """On the controller: keep the record (with the row's history trend, tonight included,
@@ -335,66 +281,10 @@ class PerfgateState:
         elif rec.session_id is not None:
             tr.write_line(f"history: session {rec.session_id} in {self.settings.history}")
         if self.settings.update_baselines:
-            if self.update_error:
-                tr.write_line(f"baselines NOT updated: {self.update_error}", red=True)
-            elif self.update_diff:
-                tr.write_sep("-", f"baselines updated in {self.settings.baselines_dir}")
-                tr.write_line(self.update_diff.rstrip("\n"))
-            else:
-                tr.write_line("baselines: nothing to update (no row ran cleanly)")
-            for line in self.refused:
-                tr.write_line(f"baseline NOT stored: {line}", yellow=True)
+            updates.write_summary(tr, self.update or updates.Update(), self.settings.baselines_dir)
 
     # --- baselines update --------------------------------------------------------------------
 
     def update_baselines(self) -> None:
-        """Write measured values of cleanly run rows into baselines/*.json; keep a per-row
-        summary. REGRESSION rows and replayed example logs only with --accept-regressions;
-        INFRA rows never (nothing was measured)."""
-        s = self.settings
-        updates: dict[str, catalog.Baseline] = {}
-        example = s.mode == "replay" and is_example_replay(s.replay)
-        for rec in self.records.values():
-            verdict = rec.get("verdict")
-            if verdict not in CLEAN or not rec.get("measured"):
-                continue
-            why = None
-            if verdict == verdicts.REGRESSION and not s.accept_regressions:
-                why = "REGRESSION (store it anyway with --accept-regressions)"
-            elif example and not s.accept_regressions:
-                why = "replayed example logs (examples/replay) are not measurements"
-            if why:
-                self.refused.append(f"{rec['row_id']}: {why}")
-                continue
-            row = self.catalog.by_id[rec["row_id"]]
-            updates[rec["row_id"]] = results.baseline_from_record(rec, row, s.window)
-        if not updates:
-            self.update_diff = ""
-            return
-        try:
-            changed = catalog.update_baselines(s.baselines_dir, updates)
-        except PerfgateError as e:
-            self.update_error = str(e)
-            return
-        self.update_diff = (
-            "\n".join(
-                results.baseline_change(rid, self.catalog.by_id[rid].baseline, new)
-                for rid, new in updates.items()
-            )
-            if changed
-            else ""
-        )
-
-
-def _skip_text(report: pytest.TestReport) -> str:
-    longrepr = report.longrepr
-    if isinstance(longrepr, tuple) and len(longrepr) == 3:
-        return str(longrepr[2]).removeprefix("Skipped: ")
-    return str(longrepr)
-
-
-def _user() -> str | None:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no passwd entry for the uid (containers)
-        return None
+        """Store the measured values of cleanly run rows (perfgate.suite.updates)."""
+        self.update = updates.update_baselines(self.record_list(), self.settings, self.catalog)

@@ -2,7 +2,8 @@
 
 Imports NeMo: call only where it is installed (in the container, in .venv-nemo). The steps
 follow scripts/performance/helpers.py (set_primary_perf_configs, set_exp_logging_configs)
-and the per-model scripts, then apply the row's and the user's overrides by dotted path.
+and the per-model scripts, then apply the row's and the user's overrides by dotted path
+(perfgate.workload.nemo2_paths).
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from typing import Any
 import fiddle as fdl
 import nemo_run as run
 from fiddle.experimental.dataclasses import convert_dataclasses_to_configs
-from fiddle.signatures import get_signature
-from megatron.core.distributed import DistributedDataParallelConfig
 from nemo.collections.common.tokenizers.huggingface.auto_tokenizer import AutoTokenizer
 from nemo.collections.common.tokenizers.tokenizer_utils import get_nmt_tokenizer
 from nemo.collections.llm.gpt.data.mock import MockDataModule
@@ -33,7 +32,14 @@ from perfgate.workload.nemo2_models import (
     nemo2_model,
     tp_overlap_config,
 )
-from perfgate.workload.overrides import ADDABLE_CALLBACKS, merged_overrides, suggest
+from perfgate.workload.nemo2_paths import (
+    apply_overrides,
+    find_callback,
+    set_field,
+    set_path,
+    try_set,
+)
+from perfgate.workload.overrides import merged_overrides
 
 FP8_PLUGINS = {
     "delayed": "bf16_with_fp8_mixed",
@@ -51,138 +57,6 @@ class RecipeInputs:
     log_dir: str | None = None
     mock_data: bool = False  # fine-tuning on mock data (no checkpoint, no dataset)
     finetune_data: str | None = None  # llmb checkpoint_and_dataset / NEMO_HOME layout
-
-
-def params_of(cfg: fdl.Buildable) -> set[str]:
-    """Named parameters of the config's class, and the arguments already set on it.
-
-    **kwargs do not count: MegatronStrategy forwards them to torch's DDP, where a misspelled
-    knob would be silently dropped or fail late, so overrides may only name real parameters.
-    """
-    sig = get_signature(fdl.get_callable(cfg))
-    named = {
-        name
-        for name, p in sig.parameters.items()
-        if p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
-    }
-    return named | set(fdl.ordered_arguments(cfg))
-
-
-def class_name(cfg: Any) -> str:
-    """The name of the class (or function) a config builds; of the object's own class else."""
-    fn = fdl.get_callable(cfg) if isinstance(cfg, fdl.Buildable) else type(cfg)
-    return getattr(fn, "__name__", type(cfg).__name__)
-
-
-def set_field(cfg: fdl.Buildable, name: str, value: Any, where: str) -> None:
-    """Set a config field, refusing names its class does not take (fiddle would accept them)."""
-    params = params_of(cfg)
-    if name not in params:
-        raise ConfigError(
-            f"{where}: {class_name(cfg)} has no field {name!r}{suggest(name, params)}"
-        )
-    setattr(cfg, name, value)
-
-
-def import_dotted(dotted: str) -> Any:
-    """The object a dotted name names (module.attribute)."""
-    module, _, attr = dotted.rpartition(".")
-    return getattr(importlib.import_module(module), attr)
-
-
-def find_callback(recipe: run.Partial, name: str, add: bool = False) -> fdl.Buildable | None:
-    """The callback config of that class name in trainer.callbacks (added when asked)."""
-    callbacks = recipe.trainer.callbacks
-    if callbacks is None:
-        recipe.trainer.callbacks = callbacks = []
-    for cb in callbacks:
-        if class_name(cb) == name:
-            return cb
-    if not add:
-        return None
-    if name not in ADDABLE_CALLBACKS:
-        present = [class_name(c) for c in callbacks]
-        raise ConfigError(
-            f"callback {name!r} is not in the recipe ({', '.join(present)}) and perfgate does "
-            f"not add it; addable: {', '.join(ADDABLE_CALLBACKS)}"
-        )
-    cb = run.Config(import_dotted(ADDABLE_CALLBACKS[name]))
-    callbacks.append(cb)
-    return cb
-
-
-def megatron_ddp_config() -> fdl.Buildable:
-    """The DDP config MegatronStrategy builds from its default ddp="megatron", made explicit.
-
-    Fine-tuning recipes leave the strategy's ddp at the string "megatron", which the strategy
-    turns into DistributedDataParallelConfig(check_for_nan_in_grad=True); spelling that out
-    lets an override reach a DDP field (seed 000's ddp.fp8_param_gather for mxfp8 LoRA)
-    without changing anything else the run does.
-    """
-    return run.Config(DistributedDataParallelConfig, check_for_nan_in_grad=True)
-
-
-def remove_callback(recipe: run.Partial, name: str, origin: str = "override") -> None:
-    """Drop the recipe's callback of that class name (`trainer.callbacks.NAME=null`)."""
-    callbacks = recipe.trainer.callbacks or []
-    kept = [cb for cb in callbacks if class_name(cb) != name]
-    if len(kept) == len(callbacks):
-        present = ", ".join(class_name(c) for c in callbacks)
-        raise ConfigError(
-            f"{origin} 'trainer.callbacks.{name}': the recipe has no {name} to remove ({present})"
-        )
-    recipe.trainer.callbacks = kept
-
-
-def set_path(recipe: run.Partial, path: str, value: Any, origin: str = "override") -> None:
-    """Set one normalized dotted path on the recipe; a clear error names the bad segment."""
-    parts = path.split(".")
-    if len(parts) == 3 and parts[:2] == ["trainer", "callbacks"]:
-        if value is not None:
-            raise ConfigError(
-                f"{origin} {path!r}: a callback can only be removed (=null); set its fields "
-                f"by {path}.FIELD=VALUE"
-            )
-        remove_callback(recipe, parts[2], origin)
-        return
-    node: Any = recipe
-    walked: list[str] = []
-    i = 0
-    while i < len(parts) - 1:
-        seg = parts[i]
-        if walked == ["trainer"] and seg == "callbacks":
-            node = find_callback(recipe, parts[i + 1], add=True)
-            walked += [seg, parts[i + 1]]
-            i += 2
-            continue
-        where = f"{origin} {path!r}"
-        if not isinstance(node, fdl.Buildable):
-            raise ConfigError(f"{where}: {'.'.join(walked)} is {node!r}, not a config object")
-        params = params_of(node)
-        if seg not in params:
-            raise ConfigError(
-                f"{where}: {class_name(node)} has no field {seg!r}{suggest(seg, params)}"
-            )
-        child = getattr(node, seg)
-        if walked == ["trainer", "strategy"] and seg == "ddp" and child == "megatron":
-            child = megatron_ddp_config()
-            setattr(node, seg, child)
-        if not isinstance(child, fdl.Buildable):
-            raise ConfigError(
-                f"{where}: {'.'.join([*walked, seg])} is {child!r}, not a config object"
-            )
-        node = child
-        walked.append(seg)
-        i += 1
-    if not isinstance(node, fdl.Buildable):
-        raise ConfigError(f"{origin} {path!r}: {'.'.join(walked)} is not a config object")
-    set_field(node, parts[-1], value, f"{origin} {path!r}")
-
-
-def _try_set(cfg: fdl.Buildable, name: str, value: Any) -> None:
-    """Set where this NeMo/Megatron-Core version has the field (as NVIDIA's scripts do)."""
-    if name in params_of(cfg):
-        setattr(cfg, name, value)
 
 
 def recipe_function(row: Row, inputs: RecipeInputs) -> run.Partial:
@@ -248,8 +122,8 @@ def _set_layout(recipe: run.Partial, row: Row, steps: int) -> None:
         interleaved = row.dp > 1 and row.pp > 1 and bool(vp and vp > 1)
         overlap.overlap_param_gather_with_optimizer_step = interleaved
     config = recipe.model.config
-    _try_set(config, "use_te_activation_func", False)
-    _try_set(config, "activation_func_fp8_input_store", False)
+    try_set(config, "use_te_activation_func", False)
+    try_set(config, "activation_func_fp8_input_store", False)
     config.cross_entropy_fusion_impl = "te"
 
 
@@ -317,7 +191,7 @@ def _set_perf(recipe: run.Partial, row: Row, overrides: Mapping[str, Any]) -> No
         ddp.check_for_large_grads = False
         ddp.nccl_ub = False
         ddp.fsdp_double_buffer = False
-        _try_set(ddp, "keep_fp8_transpose_cache", False)
+        try_set(ddp, "keep_fp8_transpose_cache", False)
 
 
 def _set_logging(recipe: run.Partial, row: Row, log_dir: str | None) -> None:
@@ -395,9 +269,3 @@ def build_recipe(row: Row, inputs: RecipeInputs | None = None) -> run.Partial:
     _set_model_specifics(recipe, row)
     apply_overrides(recipe, overrides)
     return recipe
-
-
-def apply_overrides(recipe: run.Partial, overrides: Mapping[str, Any]) -> None:
-    """Apply normalized overrides in order; the first unknown path is a ConfigError."""
-    for path, value in overrides.items():
-        set_path(recipe, path, value)

@@ -42,7 +42,7 @@ def _walk(cfg: Any, prefix: str, out: dict[str, str], seen: set[int] | None = No
     # NeMo loads only when a snapshot is made (in a NeMo venv); login nodes just read the file.
     import fiddle as fdl
 
-    from perfgate.workload.nemo2_recipe import class_name, megatron_ddp_config, params_of
+    from perfgate.workload.nemo2_paths import class_name, megatron_ddp_config, params_of
 
     seen = set() if seen is None else seen
     seen.add(id(cfg))
@@ -70,7 +70,8 @@ def recipe_paths(row: Row) -> dict[str, str]:
     """Every settable path of the row's recipe (plus addable callbacks) -> type name."""
     import nemo_run as run  # NeMo: see _walk
 
-    from perfgate.workload.nemo2_recipe import RecipeInputs, build_recipe, import_dotted
+    from perfgate.workload.nemo2_paths import import_dotted
+    from perfgate.workload.nemo2_recipe import RecipeInputs, build_recipe
 
     recipe = build_recipe(row, RecipeInputs(steps=50, mock_data=False))
     out: dict[str, str] = {}
