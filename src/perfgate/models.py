@@ -350,6 +350,22 @@ _MODELS: tuple[ModelArch, ...] = (
         moe_router_topk=8,
         moe_ffn_hidden_size=768,
     ),
+    # Qwen3-235B-A22B: the Qwen3-30B-A3B layout scaled (94 layers, 64 heads / 4 KV groups).
+    ModelArch(
+        name="qwen3_235b_a22b",
+        family="qwen3_moe",
+        source="HF Qwen/Qwen3-235B-A22B config.json; NeMo 2.x llm Qwen3Config235B_A22B",
+        num_layers=94,
+        hidden_size=4096,
+        ffn_hidden_size=12288,
+        num_attention_heads=64,
+        num_query_groups=4,
+        kv_channels=128,
+        vocab_size=151936,
+        num_experts=128,
+        moe_router_topk=8,
+        moe_ffn_hidden_size=1536,
+    ),
     # GPT-OSS: MoE in every layer (top-4), head_dim 64, alternating 128-token sliding-window and
     # full attention layers (HF layer_types start with sliding_attention).
     ModelArch(
