@@ -33,8 +33,11 @@ class ModelArch:
     ffn_hidden_size is the dense MLP width (for MoE models: the width of their dense layers).
     moe_layer_freq lists 1 for an MoE layer, 0 for a dense one; None means every layer is MoE
     when num_experts is set. hybrid_override_pattern uses NeMo/Megatron symbols: M = Mamba,
-    * = attention, - = MLP, E = MoE. window_attn_skip_freq = N means every N-th layer is full
-    attention and the others use a window of window_size tokens.
+    * = attention, - = MLP, E = MoE; mtp_hybrid_override_pattern is the layer pattern of one MTP
+    block (repeated mtp_num_layers times). moe_latent_size set means LatentMoE: routed experts
+    run on a latent of that width, projected down from and up to hidden. window_attn_skip_freq
+    = N means every N-th layer is full attention and the others use a window of window_size
+    tokens.
     """
 
     name: str
@@ -54,6 +57,7 @@ class ModelArch:
     moe_ffn_hidden_size: int | None = None
     moe_shared_expert_intermediate_size: int = 0
     moe_layer_freq: tuple[int, ...] | None = None
+    moe_latent_size: int | None = None
     q_lora_rank: int | None = None
     kv_lora_rank: int | None = None
     qk_head_dim: int | None = None
@@ -61,6 +65,7 @@ class ModelArch:
     v_head_dim: int | None = None
     mtp_num_layers: int = 0
     hybrid_override_pattern: str | None = None
+    mtp_hybrid_override_pattern: str | None = None
     mamba_state_dim: int | None = None
     mamba_head_dim: int | None = None
     mamba_num_groups: int | None = None
@@ -104,9 +109,12 @@ class ModelArch:
             return self.hybrid_override_pattern.count("E")  # type: ignore[union-attr]
         return sum(self.moe_layer_pattern)
 
-    def hybrid_counts(self) -> dict[str, int]:
-        """Layers per symbol of the hybrid pattern: M (Mamba), * (attention), - (MLP), E (MoE)."""
+    def hybrid_counts(self, mtp: bool = False) -> dict[str, int]:
+        """Layers per symbol of the hybrid pattern: M (Mamba), * (attention), - (MLP), E (MoE);
+        with mtp, the MTP blocks' layers (mtp_num_layers x their pattern) added."""
         pattern = self.hybrid_override_pattern or ""
+        if mtp:
+            pattern += (self.mtp_hybrid_override_pattern or "") * self.mtp_num_layers
         return {sym: pattern.count(sym) for sym in "M*-E"}
 
 
@@ -282,6 +290,39 @@ _MODELS: tuple[ModelArch, ...] = (
         mamba_head_dim=64,
         mamba_num_groups=8,
         mamba_num_heads=64,
+    ),
+    # Nemotron 3 Super 120B-A12B: hybrid Mamba2 / attention / LatentMoE (512 squared-ReLU experts
+    # on a 1024-wide latent, top-22, one shared expert), 88 layers + an MTP block "*E" that the
+    # Bridge recipes run twice (mtp_num_layers 2, mtp_use_repeated_layer).
+    ModelArch(
+        name="nemotron_3_super",
+        family="nemotronh",
+        source=(
+            "HF nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16 config.json; Megatron-Bridge "
+            "NemotronHBridge (moe_latent_size) and recipes/nemotronh nemotron_3_super (MTP 2)"
+        ),
+        num_layers=88,
+        hidden_size=4096,
+        ffn_hidden_size=2688,
+        num_attention_heads=32,
+        num_query_groups=2,
+        kv_channels=128,
+        vocab_size=131072,
+        gated_linear_unit=False,
+        num_experts=512,
+        moe_router_topk=22,
+        moe_ffn_hidden_size=2688,
+        moe_shared_expert_intermediate_size=5376,
+        moe_latent_size=1024,
+        mtp_num_layers=2,
+        hybrid_override_pattern=(
+            "MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEM*EMEMEMEME"
+        ),
+        mtp_hybrid_override_pattern="*E",
+        mamba_state_dim=128,
+        mamba_head_dim=64,
+        mamba_num_groups=8,
+        mamba_num_heads=128,
     ),
     # DeepSeek-V3: MLA + MoE (first 3 layers dense) + 1 MTP layer. NeMo 2.x llm
     # DeepSeekV3Config (the NeMo recipe enables mtp_num_layers=1); HF deepseek-ai/DeepSeek-V3.

@@ -60,24 +60,30 @@ SPOT = {
         34816,
         776,
     ),
+    "pretrain-nemotron_3_super-gb300-nvfp4-64gpu-tp1ep64-megatron_bridge": ("26.08", 10240, 864),
+    "pretrain-nemotron_3_super-b200-nvfp4-64gpu-tp2ep64etp1-megatron_bridge": (
+        "26.04.01",
+        5632,
+        475,
+    ),
 }
 
 
 def test_rows_per_gpu_and_container(rows):
     assert Counter(r.gpu for r in rows) == {
-        "gb300": 18,
-        "gb200": 16,
+        "gb300": 20,
+        "gb200": 18,
         "h100": 8,
-        "b300": 6,
-        "b200": 5,
+        "b300": 8,
+        "b200": 7,
     }
     assert Counter(_container(r) for r in rows) == {
-        "26.08": 9,
+        "26.08": 13,
         "26.06.01": 1,
-        "26.06": 25,
-        "26.04.01": 18,
+        "26.06": 27,
+        "26.04.01": 20,
     }
-    assert Counter(r.task for r in rows) == {"pretrain": 43, "sft": 5, "lora": 5}
+    assert Counter(r.task for r in rows) == {"pretrain": 51, "sft": 5, "lora": 5}
 
 
 def test_spot_rows_as_published(rows):
@@ -175,7 +181,7 @@ def test_perfgate_flops_match_the_published_tflops(rows):
         else:
             assert ratio == pytest.approx(1.0, rel=0.01), row.id
             checked["within 1%"] += 1
-    assert checked == {"within 1%": 41, "known": 12}
+    assert checked == {"within 1%": 49, "known": 12}
 
 
 def test_gpt_oss_in_newer_containers_counts_the_window():
