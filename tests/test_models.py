@@ -97,6 +97,7 @@ PUBLISHED_B = {
     "nemotron4_340b": 341.0,
     "nemotronh_56b": 56.0,
     "nemotron_nano_v3_30b": 31.6,
+    "nemotron_3_5_lightning": 31.6,  # Nemotron 3 Nano's backbone (its MTP block not counted)
     "nemotron_3_super": 120.67,  # HF BF16 safetensors 123.61B less the 2.94B MTP block
     "deepseek_v3": 671.0,
     "kimi_k2": 1026.4,  # HF safetensors total (the card says "1T")

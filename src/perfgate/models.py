@@ -8,6 +8,7 @@ is done by the FLOPs conventions that count the padded width, not here.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from perfgate.errors import ConfigError
@@ -468,7 +469,21 @@ _MODELS: tuple[ModelArch, ...] = (
     ),
 )
 
-MODELS: dict[str, ModelArch] = {m.name: m for m in _MODELS}
+# Nemotron 3.5 Lightning 30B-A3B: Nemotron 3 Nano's architecture trained with MTP (Megatron-Bridge
+# examples/models/nemotron/nemotron_3/lightning README); its Bridge performance recipes run the
+# MTP block "*E" twice (perf_recipes/nemotronh: mtp_num_layers 2, mtp_use_repeated_layer).
+_LIGHTNING = dataclasses.replace(
+    next(m for m in _MODELS if m.name == "nemotron_nano_v3_30b"),
+    name="nemotron_3_5_lightning",
+    source=(
+        "Megatron-Bridge nemotron_3 lightning README (Nemotron 3 Nano architecture) and "
+        "perf_recipes/nemotronh (MTP '*E' x 2); HF nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B"
+    ),
+    mtp_num_layers=2,
+    mtp_hybrid_override_pattern="*E",
+)
+
+MODELS: dict[str, ModelArch] = {m.name: m for m in (*_MODELS, _LIGHTNING)}
 
 
 def get(name: str) -> ModelArch:

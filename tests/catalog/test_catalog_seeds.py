@@ -120,7 +120,7 @@ def test_every_seed_row_is_present_and_nothing_else(cat):
     assert len(expected) == 83  # the B200 8-GPU fp8 LoRA row is in seeds 000 and 004
     # The others are the Megatron-Bridge performance summary's (test_published_bridge_rows).
     published = {r.id for r in cat.rows if r.backend == "megatron_bridge"}
-    assert len(published) == 61 and not published & expected
+    assert len(published) == 62 and not published & expected
     assert set(cat.by_id) == expected | published
 
 
