@@ -7,13 +7,14 @@ precision x GPU count x GBS, with the layout and numbers of the newest container
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from perfgate import catalog, flops, hardware
+from perfgate import catalog, flops, hardware, models
 
 BASELINES = Path(__file__).resolve().parents[2] / "baselines"
 PUBLISHED = "published: Megatron-Bridge performance summary, "
@@ -190,3 +191,24 @@ def test_gpt_oss_in_newer_containers_counts_the_window():
     full = flops.flops_per_token(arch, 4096, convention="megatron")
     windowed = flops.flops_per_token(arch, 4096, convention="megatron_bridge")
     assert full / windowed == pytest.approx(1.0527, rel=0.002)
+
+
+def test_the_departures_are_what_the_notes_say(rows):
+    # GPT-OSS BF16 before 26.06: the same count with the experts ungated matches the table.
+    gpt_oss = [r for r in rows if _gpt_oss_bf16(r)]
+    assert len(gpt_oss) == 5
+    ungated = dataclasses.replace(models.get("gpt_oss_120b"), gated_linear_unit=False)
+    for row in gpt_oss:
+        b = row.baseline
+        per_token = flops.flops_per_token(ungated, row.seq_len, row.task, b.flops_convention)
+        assert per_token * b.tokens_per_s_per_gpu / 1e12 == pytest.approx(
+            b.tflops_per_gpu, rel=0.004
+        ), row.id
+    # The two inconsistent table lines: the same layout in the neighbouring container agrees
+    # (26.04: Llama3 70B H100 FP8 1633 tokens/s, 734 TFLOP/s; 26.06: Nano GB300 39749, 885).
+    for model, convention, tp, tokens, tflops in (
+        ("llama3_70b", "megatron", 4, 1633, 734),
+        ("nemotron_nano_v3_30b", "megatron_bridge", 1, 39749, 885),
+    ):
+        per_token = flops.flops_per_token(model, 8192, convention=convention, tp=tp)
+        assert per_token * tokens / 1e12 == pytest.approx(tflops, rel=0.002), model
