@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "perfgate.secrets": 0,
     "perfgate.hardware": 0,
     "perfgate.models": 0,
+    "perfgate.model_arch": 0,  # ModelArch, the fields of a models.py entry
     "perfgate.charset": 0,
     "perfgate.inputs": 0,
     "perfgate.catalog": 1,
@@ -54,6 +55,7 @@ WORKLOAD_MAY_IMPORT = (
     "perfgate.secrets",
     "perfgate.hardware",
     "perfgate.models",
+    "perfgate.model_arch",  # what models.py's entries are
     "perfgate.charset",  # what characters a value may hold
     "perfgate.inputs",  # regular files only (a FIFO never hangs a read)
     "perfgate.catalog",  # rows and their JSON schema

@@ -47,6 +47,9 @@ def test_layer_patterns():
     assert models.get("kimi_k2").num_moe_layers == 60
     assert models.get("nemotronh_56b").hybrid_counts() == {"M": 54, "*": 10, "-": 54, "E": 0}
     assert models.get("nemotron_nano_v3_30b").hybrid_counts() == {"M": 23, "*": 6, "-": 0, "E": 23}
+    super_ = models.get("nemotron_3_super")
+    assert super_.hybrid_counts() == {"M": 40, "*": 8, "-": 0, "E": 40}
+    assert super_.hybrid_counts(mtp=True) == {"M": 40, "*": 10, "-": 0, "E": 42}  # 2 x "*E"
     assert models.get("llama3_8b").num_moe_layers == 0
 
 
@@ -65,8 +68,11 @@ def _params(m: models.ModelArch) -> float:
     moe = 0
     if m.is_moe:
         width = m.moe_ffn_hidden_size
-        moe = mlp_mult * h * (width * m.num_experts + m.moe_shared_expert_intermediate_size)
-        moe += h * m.num_experts  # router
+        routed_in = m.moe_latent_size or h  # LatentMoE: experts on the latent + 2 projections
+        moe = mlp_mult * (
+            routed_in * width * m.num_experts + h * m.moe_shared_expert_intermediate_size
+        )
+        moe += h * m.num_experts + 2 * h * (m.moe_latent_size or 0)  # router, latent projections
     embeddings = 2 * m.vocab_size * h
     if m.is_hybrid:
         c = m.hybrid_counts()
@@ -91,9 +97,12 @@ PUBLISHED_B = {
     "nemotron4_340b": 341.0,
     "nemotronh_56b": 56.0,
     "nemotron_nano_v3_30b": 31.6,
+    "nemotron_3_5_lightning": 31.6,  # Nemotron 3 Nano's backbone (its MTP block not counted)
+    "nemotron_3_super": 120.67,  # HF BF16 safetensors 123.61B less the 2.94B MTP block
     "deepseek_v3": 671.0,
     "kimi_k2": 1026.4,  # HF safetensors total (the card says "1T")
     "qwen3_30b_a3b": 30.5,
+    "qwen3_235b_a22b": 235.0,  # model card: 235B total, 22B activated
     "gpt_oss_20b": 20.9,
     "gpt_oss_120b": 116.8,
     "qwen25_7b": 7.6,

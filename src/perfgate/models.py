@@ -3,111 +3,18 @@
 Every entry names its source. Values are the model's own (HF config.json, or the NeMo 2.x /
 Megatron-Bridge model config where NeMo trains it); vocab_size is the tokenizer's true vocab.
 Padding the vocab for the output layer (make_vocab_size_divisible_by x TP, as Megatron does)
-is done by the FLOPs conventions that count the padded width, not here.
+is done by the FLOPs conventions that count the padded width, not here. The fields of an
+architecture are perfgate.model_arch's.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
 
 from perfgate.errors import ConfigError
+from perfgate.model_arch import FAMILIES, ModelArch
 
-# Families pick the FLOPs formula. "llama" covers every dense SwiGLU GPT with GQA.
-FAMILIES = (
-    "llama",
-    "llama4",
-    "nemotron4",
-    "mixtral",
-    "deepseek",
-    "nemotronh",
-    "qwen2",
-    "qwen3_moe",
-    "gpt_oss",
-)
-
-
-@dataclass(frozen=True)
-class ModelArch:
-    """One model's architecture; MoE, MLA, MTP, hybrid and sliding-window fields are optional.
-
-    ffn_hidden_size is the dense MLP width (for MoE models: the width of their dense layers).
-    moe_layer_freq lists 1 for an MoE layer, 0 for a dense one; None means every layer is MoE
-    when num_experts is set. hybrid_override_pattern uses NeMo/Megatron symbols: M = Mamba,
-    * = attention, - = MLP, E = MoE. window_attn_skip_freq = N means every N-th layer is full
-    attention and the others use a window of window_size tokens.
-    """
-
-    name: str
-    family: str
-    num_layers: int
-    hidden_size: int
-    ffn_hidden_size: int
-    num_attention_heads: int
-    num_query_groups: int
-    vocab_size: int
-    source: str
-    kv_channels: int | None = None
-    gated_linear_unit: bool = True
-    make_vocab_size_divisible_by: int = 128
-    num_experts: int | None = None
-    moe_router_topk: int = 0
-    moe_ffn_hidden_size: int | None = None
-    moe_shared_expert_intermediate_size: int = 0
-    moe_layer_freq: tuple[int, ...] | None = None
-    q_lora_rank: int | None = None
-    kv_lora_rank: int | None = None
-    qk_head_dim: int | None = None
-    qk_pos_emb_head_dim: int | None = None
-    v_head_dim: int | None = None
-    mtp_num_layers: int = 0
-    hybrid_override_pattern: str | None = None
-    mamba_state_dim: int | None = None
-    mamba_head_dim: int | None = None
-    mamba_num_groups: int | None = None
-    mamba_num_heads: int | None = None
-    window_size: int | None = None
-    window_attn_skip_freq: int | None = None
-
-    @property
-    def head_dim(self) -> int:
-        """Attention head width (kv_channels), hidden/heads unless the model sets it."""
-        return self.kv_channels or self.hidden_size // self.num_attention_heads
-
-    @property
-    def is_moe(self) -> bool:
-        """True for mixture-of-experts models."""
-        return bool(self.num_experts)
-
-    @property
-    def is_mla(self) -> bool:
-        """True for multi-latent attention (DeepSeek-V3, Kimi K2)."""
-        return self.kv_lora_rank is not None
-
-    @property
-    def is_hybrid(self) -> bool:
-        """True for hybrid Mamba models (Nemotron-H, Nemotron 3 Nano)."""
-        return self.hybrid_override_pattern is not None
-
-    @property
-    def moe_layer_pattern(self) -> tuple[int, ...]:
-        """Per decoder layer: 1 for MoE, 0 for dense (all 0 for dense models)."""
-        if not self.is_moe:
-            return (0,) * self.num_layers
-        if self.moe_layer_freq is None:
-            return (1,) * self.num_layers
-        return self.moe_layer_freq
-
-    @property
-    def num_moe_layers(self) -> int:
-        """Decoder layers whose MLP is an MoE (MTP layers not included)."""
-        if self.is_hybrid:
-            return self.hybrid_override_pattern.count("E")  # type: ignore[union-attr]
-        return sum(self.moe_layer_pattern)
-
-    def hybrid_counts(self) -> dict[str, int]:
-        """Layers per symbol of the hybrid pattern: M (Mamba), * (attention), - (MLP), E (MoE)."""
-        pattern = self.hybrid_override_pattern or ""
-        return {sym: pattern.count(sym) for sym in "M*-E"}
+__all__ = ["FAMILIES", "MODELS", "ModelArch", "get"]
 
 
 def _dense(name: str, source: str, **kw: object) -> ModelArch:
@@ -283,6 +190,39 @@ _MODELS: tuple[ModelArch, ...] = (
         mamba_num_groups=8,
         mamba_num_heads=64,
     ),
+    # Nemotron 3 Super 120B-A12B: hybrid Mamba2 / attention / LatentMoE (512 squared-ReLU experts
+    # on a 1024-wide latent, top-22, one shared expert), 88 layers + an MTP block "*E" that the
+    # Bridge recipes run twice (mtp_num_layers 2, mtp_use_repeated_layer).
+    ModelArch(
+        name="nemotron_3_super",
+        family="nemotronh",
+        source=(
+            "HF nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16 config.json; Megatron-Bridge "
+            "NemotronHBridge (moe_latent_size) and recipes/nemotronh nemotron_3_super (MTP 2)"
+        ),
+        num_layers=88,
+        hidden_size=4096,
+        ffn_hidden_size=2688,
+        num_attention_heads=32,
+        num_query_groups=2,
+        kv_channels=128,
+        vocab_size=131072,
+        gated_linear_unit=False,
+        num_experts=512,
+        moe_router_topk=22,
+        moe_ffn_hidden_size=2688,
+        moe_shared_expert_intermediate_size=5376,
+        moe_latent_size=1024,
+        mtp_num_layers=2,
+        hybrid_override_pattern=(
+            "MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEM*EMEMEMEME"
+        ),
+        mtp_hybrid_override_pattern="*E",
+        mamba_state_dim=128,
+        mamba_head_dim=64,
+        mamba_num_groups=8,
+        mamba_num_heads=128,
+    ),
     # DeepSeek-V3: MLA + MoE (first 3 layers dense) + 1 MTP layer. NeMo 2.x llm
     # DeepSeekV3Config (the NeMo recipe enables mtp_num_layers=1); HF deepseek-ai/DeepSeek-V3.
     ModelArch(
@@ -350,6 +290,22 @@ _MODELS: tuple[ModelArch, ...] = (
         moe_router_topk=8,
         moe_ffn_hidden_size=768,
     ),
+    # Qwen3-235B-A22B: the Qwen3-30B-A3B layout scaled (94 layers, 64 heads / 4 KV groups).
+    ModelArch(
+        name="qwen3_235b_a22b",
+        family="qwen3_moe",
+        source="HF Qwen/Qwen3-235B-A22B config.json; NeMo 2.x llm Qwen3Config235B_A22B",
+        num_layers=94,
+        hidden_size=4096,
+        ffn_hidden_size=12288,
+        num_attention_heads=64,
+        num_query_groups=4,
+        kv_channels=128,
+        vocab_size=151936,
+        num_experts=128,
+        moe_router_topk=8,
+        moe_ffn_hidden_size=1536,
+    ),
     # GPT-OSS: MoE in every layer (top-4), head_dim 64, alternating 128-token sliding-window and
     # full attention layers (HF layer_types start with sliding_attention).
     ModelArch(
@@ -411,7 +367,21 @@ _MODELS: tuple[ModelArch, ...] = (
     ),
 )
 
-MODELS: dict[str, ModelArch] = {m.name: m for m in _MODELS}
+# Nemotron 3.5 Lightning 30B-A3B: Nemotron 3 Nano's architecture trained with MTP (Megatron-Bridge
+# examples/models/nemotron/nemotron_3/lightning README); its Bridge performance recipes run the
+# MTP block "*E" twice (perf_recipes/nemotronh: mtp_num_layers 2, mtp_use_repeated_layer).
+_LIGHTNING = dataclasses.replace(
+    next(m for m in _MODELS if m.name == "nemotron_nano_v3_30b"),
+    name="nemotron_3_5_lightning",
+    source=(
+        "Megatron-Bridge nemotron_3 lightning README (Nemotron 3 Nano architecture) and "
+        "perf_recipes/nemotronh (MTP '*E' x 2); HF nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B"
+    ),
+    mtp_num_layers=2,
+    mtp_hybrid_override_pattern="*E",
+)
+
+MODELS: dict[str, ModelArch] = {m.name: m for m in (*_MODELS, _LIGHTNING)}
 
 
 def get(name: str) -> ModelArch:

@@ -296,10 +296,12 @@ def test_catalog_lookups():
     with pytest.raises(ConfigError, match="unknown row id 'nope'"):
         cat.file_of("nope")
     gb200 = cat.select(gpu="gb200")
-    assert len(gb200) == 6 and all(r.gpus_per_node == 4 for r in gb200)
+    # 6 seed rows + 19 of the Megatron-Bridge performance summary
+    assert len(gb200) == 25 and all(r.gpus_per_node == 4 for r in gb200)
+    assert len(cat.select(gpu="gb300")) == 20 and len(cat.select(gpu="b300")) == 8
     assert {r.num_gpus for r in cat.select(gpu="b200", num_gpus="8,32-64")} == {8, 32, 64}
     assert all(r.backend == "automodel" for r in cat.select(backend="automodel"))
-    # file order: h100, h200, b200, gb200
+    # file order: h100, h200, b200, b300, gb200, gb300
     assert [r.gpu for r in cat.rows] == sorted(
         (r.gpu for r in cat.rows), key=list(cat_order()).index
     )

@@ -108,7 +108,7 @@ def test_pytest_html_report(suite, tmp_path):
     keys = sorted(tests, key=lambda rid: tests[rid]["verdict"])
     assert keys[:2] == [REG_ROW, OOM_ROW]
     assert keys[-1] == "pretrain-nemotron4_15b-h100-bf16-64gpu-tp2"  # the PASS (tolerance 12%)
-    # skipped rows are not in the table: 5 rows judged, 44 skipped folded into one line
+    # skipped rows are not in the table: 5 rows judged, 52 skipped folded into one line
     assert len(tests) == 5
     reg = tests[REG_ROW]
     cells = {re.search(r'class="col-(\w+)', c).group(1): _parse(c) for c in reg["resultsTableRow"]}
@@ -147,8 +147,8 @@ def test_pytest_html_report(suite, tmp_path):
     signoff = raw.split('<div class="perfgate-signoff">', 1)[1].split("</div>", 1)[0]
     text = " ".join(_parse(signoff).text)
     assert "Sign-off: Not ready: 1 REGRESSION, 1 INFRA; to look at: 1 INCONCLUSIVE" in text
-    assert "PASS 1" in text and "SKIPPED 44" in text
-    assert "44 rows skipped, 34 deselected (-m, -k, --gpus)" in text
+    assert "PASS 1" in text and "SKIPPED 52" in text
+    assert "52 rows skipped, 88 deselected (-m, -k, --gpus)" in text
     assert "replay of " in text and "; by " in text
     order = [REG_ROW, OOM_ROW, "pretrain-nemotron4_15b-h100-fp8ds-128gpu-tp2"]
     links = re.findall(r'<a href="#([^"]+)">', signoff)

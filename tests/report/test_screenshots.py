@@ -1,6 +1,6 @@
 """The replay report as a browser shows it (headless Chromium): issue #15's complaints, measured.
 
-The README's replay command gives 5 judged rows and 44 skipped ones. Asserted on the rendered
+The README's replay command gives 5 judged rows and 52 skipped ones. Asserted on the rendered
 page: its height with the skipped rows folded, the worst verdict first, the verdict cells'
 pixel colours in a screenshot, the plots' width, legends inside their SVG (real text metrics),
 the off-scale note clear of the markers, and the INFRA cause shown once. Set
@@ -75,11 +75,11 @@ def test_replay_report_in_chromium(suite, browser, tmp_path):
         (Path(keep) / "replay-report.png").write_bytes(shot)
     width, height, _ = _png_size(shot)
 
-    # 44 skipped rows are one line, not 44 expanded tuples
+    # 52 skipped rows are one line, not 52 expanded tuples
     assert browser.js("document.documentElement.scrollHeight") == height
     assert height < MAX_HEIGHT_PX, height
     skipped = browser.js("document.querySelector('details.pg-skipped').innerText")
-    assert skipped.startswith("44 rows skipped, 34 deselected")
+    assert skipped.startswith("52 rows skipped, 88 deselected")
     assert browser.js("document.querySelector('details.pg-skipped').open") is False
     assert (
         browser.js("document.querySelectorAll('#results-table tbody.results-table-row').length")

@@ -52,16 +52,16 @@ def test_list_selects_what_pytest_collects(suite, monkeypatch, capsys, markexpr,
 
 def test_markers_without_rows_are_one_usage_error(suite, monkeypatch, capsys):
     suite.real_baselines()
-    result = suite.run("--collect-only", "-q", "-m", "b300 or (nvfp4 and h100)")
+    result = suite.run("--collect-only", "-q", "-m", "command or (nvfp4 and h100)")
     assert result.ret == 4
     (line,) = [ln for ln in result.errlines if ln.startswith("ERROR:")]
     assert line.startswith(
-        "ERROR: -m 'b300 or (nvfp4 and h100)': no row of the catalog has b300, nvfp4 yet "
-        "(perfgate knows the value; the rows' markers: automodel, b200, bf16, deepseek, fp8, "
+        "ERROR: -m 'command or (nvfp4 and h100)': no row of the catalog has command yet "
+        "(perfgate knows the value; the rows' markers: automodel, b200, b300, bf16, deepseek, fp8, "
     )
     monkeypatch.chdir(suite.path)
     capsys.readouterr()
-    assert cli.main(["list", "-m", "b300 or (nvfp4 and h100)"]) == 2
+    assert cli.main(["list", "-m", "command or (nvfp4 and h100)"]) == 2
     assert capsys.readouterr().err == f"perfgate list: {line.removeprefix('ERROR: ')}\n".replace(
         "perfgate list: ", "perfgate list: error: "
     )
@@ -118,10 +118,10 @@ def test_lines_name_baseline_provenance_and_last_result(suite, monkeypatch, caps
     assert by_id[passed].endswith(f"last: PASS {saved[passed]['measured']['step_time_s']:.3f} s")
     assert by_id["pretrain-nemotron4_15b-h100-bf16-16gpu-tp2"].endswith("last: INFRA")
     assert "last: SKIPPED" in by_id["pretrain-nemotron4_15b-h100-bf16-32gpu-tp2"]  # no log
-    assert out[-1].startswith(f"{len(by_id)} of 83 rows; last results: ")
+    assert out[-1].startswith(f"{len(by_id)} of 145 rows; last results: ")
     # A row without a stored baseline, and no results file at all.
     (suite.path / "perfgate-results" / "results.json").unlink()
     assert cli.main(["list", "-k", "lora-llama3_70b-h100-bf16-8gpu-tp2pp4vp20"]) == 0
     (row, total) = capsys.readouterr().out.splitlines()
     assert row == "lora-llama3_70b-h100-bf16-8gpu-tp2pp4vp20  8 GPUs/1 node(s)  nemo2  NO_BASELINE"
-    assert total == "1 of 83 rows"
+    assert total == "1 of 145 rows"

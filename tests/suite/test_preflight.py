@@ -43,13 +43,13 @@ def test_bare_live_session_on_the_catalog_submits_nothing(suite, monkeypatch):
     result = suite.run("--partition", "p")
     assert result.ret == 4
     hours = sum(r.nodes * r.tasks_per_node * (r.time_limit_min or 30) / 60 for r in cat.rows)
-    assert (len(cat.rows), hours) == (83, 9921.0)  # the catalog as the issue counted it
+    assert (len(cat.rows), hours) == (145, 13497.0)  # 83 seed rows + 62 published Bridge rows
     assert _error(result) == (
-        "ERROR: no rows selected: this would submit all 83 rows collected (9,921.0 GPU-hours "
+        "ERROR: no rows selected: this would submit all 145 rows collected (13,497.0 GPU-hours "
         "at most); choose rows with -m, -k, --gpus or test ids (--dry-run shows the plan), "
         "or pass --all-rows"
     )
-    assert "perfgate: plan: 83 row(s), 2496 node allocation(s), 9,921.0 GPU-hours" in (
+    assert "perfgate: plan: 145 row(s), 3911 node allocation(s), 13,497.0 GPU-hours" in (
         "\n".join(result.outlines)
     )
     assert _no_jobs(suite)
@@ -57,12 +57,12 @@ def test_bare_live_session_on_the_catalog_submits_nothing(suite, monkeypatch):
     result = suite.run("--partition", "p", "--all-rows")
     assert result.ret == 4 and _no_jobs(suite)
     assert _error(result) == (
-        "ERROR: 83 rows need up to 9,921.0 GPU-hours, above --max-gpu-hours 512, and there is "
+        "ERROR: 145 rows need up to 13,497.0 GPU-hours, above --max-gpu-hours 512, and there is "
         "no terminal to ask: pass --yes to submit them anyway, or raise --max-gpu-hours"
     )
     # A selection still above the limit: refused the same way.
     result = suite.run("--partition", "p", "-m", "h100")
-    assert result.ret == 4 and "49 rows need up to 9,013.0 GPU-hours" in _error(result)
+    assert result.ret == 4 and "57 rows need up to 9,753.0 GPU-hours" in _error(result)
 
 
 def test_modes_that_submit_nothing_need_no_consent(suite, monkeypatch):

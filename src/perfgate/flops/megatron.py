@@ -4,7 +4,10 @@ Follows megatron/training/training.py (2025-2026, BSHD closed form: every sample
 tokens with a full causal mask), which Megatron-Bridge's flop_utils mirrors and NeMo >= 25.09
 logs: causal attention (s^2 halved), GQA- and head_dim-aware projections, SwiGLU x3 / plain
 x2 MLPs, routed and shared experts per MoE layer, MLA, MTP layers (as an extra decoder layer,
-MoE when the last layer is, plus their norms, projection and logits), the hybrid Mamba stack,
+MoE when the last layer is, plus their norms, projection and logits), the hybrid Mamba stack
+(as Megatron-Bridge's flop_utils hybrid count: LatentMoE experts on their latent width plus the
+latent projections, and an MTP block's layers, mtp_hybrid_override_pattern x mtp_num_layers,
+counted like the stack's; published Nemotron 3 Super figures agree within 1%),
 and logits over the padded vocab (make_vocab_size_divisible_by x TP, as Megatron pads it).
 
 Not modelled, as Megatron-LM does not: sliding-window attention (Megatron-Bridge counts the
@@ -71,7 +74,7 @@ def _transformer(m: ModelArch, s: int, tp: int) -> float:
 
 def _hybrid(m: ModelArch, s: int, tp: int) -> float:
     h = m.hidden_size
-    counts = m.hybrid_counts()
+    counts = m.hybrid_counts(mtp=True)  # MTP blocks' layers counted like the stack's
     swiglu = 1.5 if m.gated_linear_unit else 1.0
     p = (m.kv_channels * m.num_attention_heads / h) if m.kv_channels else 1.0
     g, n = m.num_query_groups, m.num_attention_heads
@@ -85,8 +88,10 @@ def _hybrid(m: ModelArch, s: int, tp: int) -> float:
         + 7 * s * d_in * state
         + 2 * s * d_in * h
     )
+    routed_in = m.moe_latent_size or h  # LatentMoE: experts on the latent, plus its projections
     moe = (
-        4 * s * h * (m.moe_ffn_hidden_size or 0) * m.moe_router_topk * swiglu
+        4 * s * routed_in * (m.moe_ffn_hidden_size or 0) * m.moe_router_topk * swiglu
+        + (4 * s * h * m.moe_latent_size if m.moe_latent_size else 0)
         + 4 * s * h * m.moe_shared_expert_intermediate_size * swiglu
     )
     forward = (

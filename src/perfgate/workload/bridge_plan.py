@@ -40,6 +40,8 @@ BRIDGE_MODELS: dict[str, BridgeModel] = {
     "kimi_k2": BridgeModel("kimi.kimi_k2", "kimi_k2", finetune=False),
     "nemotronh_56b": BridgeModel("nemotronh.nemotronh", "nemotronh_56b"),
     "nemotron_nano_v3_30b": BridgeModel("nemotronh.nemotron_3_nano", "nemotron_3_nano"),
+    "nemotron_3_super": BridgeModel("nemotronh.nemotron_3_super", "nemotron_3_super"),
+    "nemotron_3_5_lightning": BridgeModel("nemotronh.nemotron_3_nano", "nemotron_3_5_lightning"),
     "qwen3_30b_a3b": BridgeModel("qwen.qwen3_moe", "qwen3_30b_a3b"),
     "qwen3_235b_a22b": BridgeModel("qwen.qwen3_moe", "qwen3_235b_a22b"),
     "gpt_oss_20b": BridgeModel("gpt_oss.gpt_oss", "gpt_oss_20b"),
