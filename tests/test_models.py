@@ -94,6 +94,7 @@ PUBLISHED_B = {
     "deepseek_v3": 671.0,
     "kimi_k2": 1026.4,  # HF safetensors total (the card says "1T")
     "qwen3_30b_a3b": 30.5,
+    "qwen3_235b_a22b": 235.1,  # model card: 235B total, 22B activated
     "gpt_oss_20b": 20.9,
     "gpt_oss_120b": 116.8,
     "qwen25_7b": 7.6,

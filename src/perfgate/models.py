@@ -350,6 +350,22 @@ _MODELS: tuple[ModelArch, ...] = (
         moe_router_topk=8,
         moe_ffn_hidden_size=768,
     ),
+    # Qwen3-235B-A22B: 94 layers, 128 experts, top-8, no shared expert, head_dim 128.
+    ModelArch(
+        name="qwen3_235b_a22b",
+        family="qwen3_moe",
+        source="HF Qwen/Qwen3-235B-A22B config.json; Megatron-Bridge Qwen3MoEBridge",
+        num_layers=94,
+        hidden_size=4096,
+        ffn_hidden_size=12288,
+        num_attention_heads=64,
+        num_query_groups=4,
+        kv_channels=128,
+        vocab_size=151936,
+        num_experts=128,
+        moe_router_topk=8,
+        moe_ffn_hidden_size=1536,
+    ),
     # GPT-OSS: MoE in every layer (top-4), head_dim 64, alternating 128-token sliding-window and
     # full attention layers (HF layer_types start with sliding_attention).
     ModelArch(

@@ -60,10 +60,12 @@ def test_the_row_maps_to_bridge_names() -> None:
     # The names of NVIDIA's flat recipes in Bridge 0.6 (perf_recipes/llama/b200/llama3.py).
     assert perf_recipe_name(as_row(ROW)) == "llama3_70b_pretrain_64gpu_b200_fp8cs_config"
     assert perf_recipe_name(as_row(lora)) == "llama3_70b_peft_8gpu_b200_fp8mx_config"
+    # Plain fp8 is current scaling, as Bridge's performance recipes benchmark it ("fp8cs").
     assert precision_preset(as_row({"precision": "fp8"})) == (
-        "bf16_with_fp8_delayed_scaling_mixed",
-        "fp8ds",
+        "bf16_with_fp8_current_scaling_mixed",
+        "fp8cs",
     )
+    assert precision_preset(as_row({"precision": "fp8", "fp8_recipe": "delayed"}))[1] == "fp8ds"
     assert precision_preset(as_row({"precision": "nvfp4"}))[0] == "bf16_with_nvfp4_mixed"
 
 
@@ -74,6 +76,7 @@ def test_the_row_maps_to_bridge_names() -> None:
         ({"precision": "fp16"}, "fields 'precision'/'fp8_recipe' are 'fp16'/'current_scaling'"),
         ({"task": "lora", "model": "deepseek_v3"}, "Megatron-Bridge has no peft recipe"),
         ({"task": "dpo"}, "field 'task' is 'dpo': expected pretrain, sft or lora"),
+        ({"task": "lora"}, r"LoRA \(PEFT\) row: .* --override checkpoint\.pretrained_checkpoint="),
     ],
 )
 def test_bad_rows_are_clear(change, message) -> None:
@@ -93,11 +96,17 @@ def test_planned_settings_carry_the_row_and_the_benchmark_policy() -> None:
     assert s["model.virtual_pipeline_model_parallel_size"] == 5
     assert s["model.context_parallel_size"] == 2
     assert (s["train.global_batch_size"], s["train.micro_batch_size"]) == (128, 1)
-    assert s["model.seq_length"] == s["dataset.sequence_length"] == 8192
+    assert s["model.seq_length"] == 8192 and not any(k.startswith("dataset.") for k in s)
     assert s["tokenizer.tokenizer_type"] == "NullTokenizer" and s["tokenizer.vocab_size"] == 128256
     assert s["checkpoint.save"] is None and s["logger.log_interval"] == 1
-    assert "ddp.use_megatron_fsdp" not in s
-    assert planned_settings(as_row({**ROW, "fsdp": True}), 5)["ddp.use_megatron_fsdp"] is True
+    # FSDP is set either way: a recipe that shards (Llama3 70B's FSDP configs) must not keep
+    # sharding a row that says fsdp=false.
+    assert s["ddp.use_megatron_fsdp"] is False and "checkpoint.ckpt_format" not in s
+    fsdp = planned_settings(as_row({**ROW, "fsdp": True}), 5)
+    assert fsdp["ddp.use_megatron_fsdp"] is True
+    assert fsdp["checkpoint.ckpt_format"] == "fsdp_dtensor" and fsdp["checkpoint.load"] is None
+    assert fsdp["ddp.data_parallel_sharding_strategy"] == "optim_grads_params"
+    assert fsdp["ddp.average_in_collective"] is False
 
 
 def test_overrides_are_checked_at_the_section_and_user_wins() -> None:

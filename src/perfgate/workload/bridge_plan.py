@@ -46,10 +46,12 @@ BRIDGE_MODELS: dict[str, BridgeModel] = {
     "gpt_oss_120b": BridgeModel("gpt_oss.gpt_oss", "gpt_oss_120b"),
 }
 
-# (precision, fp8_recipe) -> (megatron.bridge.training.mixed_precision preset, flat-name tag)
+# (precision, fp8_recipe) -> (megatron.bridge.training.mixed_precision preset, flat-name tag).
+# A plain "fp8" is current scaling: what Bridge's performance recipes and scripts/performance
+# benchmark as FP8 (perf_recipes/_common.py _perf_precision("fp8_cs")).
 PRECISIONS: dict[tuple[str, str | None], tuple[str, str]] = {
     ("bf16", None): ("bf16_mixed", "bf16"),
-    ("fp8", None): ("bf16_with_fp8_delayed_scaling_mixed", "fp8ds"),
+    ("fp8", None): ("bf16_with_fp8_current_scaling_mixed", "fp8cs"),
     ("fp8", "delayed"): ("bf16_with_fp8_delayed_scaling_mixed", "fp8ds"),
     ("fp8", "current_scaling"): ("bf16_with_fp8_current_scaling_mixed", "fp8cs"),
     ("fp8", "subchannel_scaling"): ("bf16_with_fp8_subchannel_scaling_mixed", "fp8sc"),
@@ -57,10 +59,13 @@ PRECISIONS: dict[tuple[str, str | None], tuple[str, str]] = {
     ("nvfp4", None): ("bf16_with_nvfp4_mixed", "nvfp4"),
 }
 
-# ConfigContainer's sections (Megatron-Bridge training/config.py), the first segment of a path
+# ConfigContainer's sections (Megatron-Bridge 0.6 training/config.py), the first segment of a
+# path; env_vars and validation are new in 0.6.
 SECTIONS = (
     "model",
     "train",
+    "validation",
+    "env_vars",
     "optimizer",
     "scheduler",
     "ddp",
@@ -159,17 +164,55 @@ def planned_settings(row: Row, steps: int) -> dict[str, Any]:
         "model.expert_tensor_parallel_size": row.etp,
         "model.sequence_parallel": row.tp > 1,
         "model.seq_length": row.seq_len,
-        "dataset.sequence_length": row.seq_len,  # seq_length is only a property
         "train.global_batch_size": row.gbs,
         "train.micro_batch_size": row.mbs,
         "tokenizer.tokenizer_type": "NullTokenizer",
         "tokenizer.vocab_size": models.get(row.model).vocab_size,
     }
-    if row.fsdp:
-        out["ddp.use_megatron_fsdp"] = True
-        out["ddp.data_parallel_sharding_strategy"] = "optim_grads_params"
-        out["model.gradient_accumulation_fusion"] = False  # as NVIDIA's FSDP configs
+    out.update(fsdp_settings(row.fsdp))
     return out
+
+
+def fsdp_settings(fsdp: bool) -> dict[str, Any]:
+    """Megatron FSDP on or off as the row says, whatever the recipe chose.
+
+    On: scripts/performance utils/overrides.py `_set_megatron_fsdp_overrides`, plus the
+    checkpoint format Bridge's validate() demands with Megatron FSDP (fsdp_dtensor) and no
+    checkpoint to load (a benchmark starts from random weights).
+    """
+    if not fsdp:
+        return {"ddp.use_megatron_fsdp": False}
+    return {
+        "ddp.use_megatron_fsdp": True,
+        "ddp.data_parallel_sharding_strategy": "optim_grads_params",
+        "ddp.keep_fp8_transpose_cache": False,
+        "ddp.average_in_collective": False,  # not supported with Megatron FSDP
+        "model.init_model_with_meta_device": True,
+        "model.gradient_accumulation_fusion": True,
+        "checkpoint.load": None,
+        "checkpoint.ckpt_format": "fsdp_dtensor",
+    }
+
+
+def peft_checkpoint(row: Row, overrides: Mapping[str, Any]) -> str | None:
+    """The base-model checkpoint a LoRA row loads; a clear error where none is given.
+
+    Bridge applies LoRA on top of loaded base weights: validate() requires
+    checkpoint.pretrained_checkpoint and the PEFT setup loads it (a Megatron or Hugging Face
+    checkpoint folder of the base model), as scripts/performance's --pretrained_checkpoint.
+    """
+    if bridge_task(row) != "peft":
+        return None
+    settings = normalize_overrides(row.overrides, overrides)
+    path = settings.get("checkpoint.pretrained_checkpoint")
+    if not path:
+        raise ConfigError(
+            f"row {row.id!r} is a LoRA (PEFT) row: Megatron-Bridge loads the base model's weights "
+            "before adding adapters; give its checkpoint folder with --override "
+            "checkpoint.pretrained_checkpoint=PATH (a Megatron or Hugging Face checkpoint of "
+            f"{row.model}, readable on every node)"
+        )
+    return str(path)
 
 
 def normalize_overrides(
@@ -253,6 +296,7 @@ def check_bridge_overrides(row: Row, overrides: Mapping[str, Any], origin: str) 
         recipe_call(row)
         precision_preset(row)
         normalize_overrides(row.overrides, overrides)
+        peft_checkpoint(row, overrides)
     except ConfigError as e:
         raise ConfigError(f"{origin}: {e}") from None
     return (
