@@ -12,8 +12,8 @@ from rowdata import as_row
 from perfgate.errors import ConfigError
 from perfgate.logs import stepfile
 from perfgate.workload import dispatch
+from perfgate.workload.bridge_perf import describe_bridge
 from perfgate.workload.bridge_plan import (
-    describe_bridge,
     normalize_overrides,
     perf_recipe_name,
     planned_settings,
@@ -168,6 +168,8 @@ def test_dry_run_and_login_check_need_no_bridge() -> None:
     assert "megatron.bridge.perf_recipes...llama3_70b_pretrain_64gpu_b200_fp8cs_config()" in text
     assert "megatron.bridge.recipes.llama.llama3.llama3_70b_pretrain_config() with " in text
     assert "mixed_precision=bf16_with_fp8_current_scaling_mixed()" in text
+    assert "(else its recipe for another GPU count" in text
+    assert "model.should_pad_vocab=True" in text  # what scripts/performance adds
     assert "  train.train_iters = 20\n" in text and "  model.cuda_graph_impl = 'local'\n" in text
     assert "CUDA_DEVICE_MAX_CONNECTIONS=32" in text  # TP 2 on Blackwell
     assert describe_bridge(as_row(ROW), 20, {}) in text

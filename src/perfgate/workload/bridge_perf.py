@@ -22,7 +22,15 @@ from typing import Any
 
 from perfgate import models
 from perfgate.catalog.rows import Row
-from perfgate.workload.bridge_plan import bridge_model, bridge_task, precision_preset
+from perfgate.workload.bridge_plan import (
+    bridge_model,
+    bridge_task,
+    normalize_overrides,
+    perf_recipe_name,
+    planned_settings,
+    precision_preset,
+    recipe_call,
+)
 
 PERF_NAME = re.compile(
     r"^(?P<model>\w+?)_(?P<task>pretrain|sft|peft)_(?P<gpus>\d+)gpu_(?P<gpu>[a-z0-9]+)_"
@@ -152,3 +160,23 @@ def stage_layout(num_layers: int, stages: int, last: list[str]) -> list[list[str
         layout.append((["embedding"] if i == 0 else []) + ["decoder"] * n)
     layout[-1] += last
     return layout
+
+
+def describe_bridge(row: Row, steps: int, overrides: Mapping[str, Any]) -> str:
+    """What --dry-run shows for a megatron_bridge row (no Bridge needed)."""
+    module, fn, kwargs = recipe_call(row)
+    preset = precision_preset(row)[0]
+    args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+    extra = ", ".join(f"{k}={v!r}" for k, v in fallback_settings(row).items())
+    lines = [
+        "Megatron-Bridge ConfigContainer: NVIDIA's performance recipe "
+        f"megatron.bridge.perf_recipes...{perf_recipe_name(row)}() where the installed Bridge "
+        "has it (else its recipe for another GPU count of this model, task, GPU and precision, "
+        f"scaled to the row), else {module}.{fn}({args}) with mixed_precision={preset}() and "
+        f"scripts/performance's {extra}; then:",
+    ]
+    settings = planned_settings(row, steps)
+    settings.update(normalize_overrides(row.overrides, overrides))
+    settings.update(derived_settings(settings))
+    lines += [f"  {k} = {v!r}" for k, v in settings.items()]
+    return "\n".join(lines) + "\n"

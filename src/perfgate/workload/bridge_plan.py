@@ -274,22 +274,6 @@ def _field_names(obj: Any) -> set[str]:
     return names
 
 
-def describe_bridge(row: Row, steps: int, overrides: Mapping[str, Any]) -> str:
-    """What --dry-run shows for a megatron_bridge row (no Bridge needed)."""
-    module, fn, kwargs = recipe_call(row)
-    preset = precision_preset(row)[0]
-    args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
-    lines = [
-        "Megatron-Bridge ConfigContainer: NVIDIA's flat performance recipe "
-        f"megatron.bridge.perf_recipes...{perf_recipe_name(row)}() where the installed Bridge "
-        f"has it, else {module}.{fn}({args}) with mixed_precision={preset}(), then:",
-    ]
-    settings = planned_settings(row, steps)
-    settings.update(normalize_overrides(row.overrides, overrides))
-    lines += [f"  {k} = {v!r}" for k, v in settings.items()]
-    return "\n".join(lines) + "\n"
-
-
 def check_bridge_overrides(row: Row, overrides: Mapping[str, Any], origin: str) -> str:
     """Check what a login node can: model mapping, precision, task, override sections."""
     try:
