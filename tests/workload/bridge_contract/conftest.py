@@ -20,7 +20,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 HF_CONFIGS = REPO / "tests" / "data" / "hf_configs"
-SNAPSHOT = "0" * 40  # any commit id: the cache only has to be self-consistent
+SNAPSHOT = "0" * 40  # any commit id where a recipe pins none: the cache is self-consistent
 
 sys.path.insert(0, str(HERE / "te_stub"))
 sys.path.insert(0, str(HERE.parent))  # tests/workload: rowdata, shared with the unit tests
@@ -31,12 +31,14 @@ def write_hf_cache(root: Path) -> None:
     remote-code model, its config module)."""
     for folder in sorted(p for p in HF_CONFIGS.iterdir() if p.is_dir()):
         model = root / "hub" / f"models--{folder.name}"  # org--name, as the cache spells org/name
+        pinned = folder / "revision"  # the commit a recipe asks for (revision=...)
+        commit = pinned.read_text().strip() if pinned.exists() else SNAPSHOT
         (model / "refs").mkdir(parents=True)
-        (model / "refs" / "main").write_text(SNAPSHOT)
-        snapshot = model / "snapshots" / SNAPSHOT
+        (model / "refs" / "main").write_text(commit)
+        snapshot = model / "snapshots" / commit
         snapshot.mkdir(parents=True)
         for path in folder.iterdir():
-            if path.is_file():
+            if path.is_file() and path != pinned:
                 shutil.copyfile(path, snapshot / path.name)
 
 

@@ -2,8 +2,9 @@
 
 perfgate.workload.megatron_bridge.build_config builds the config the job would train, with
 the real Megatron-Bridge 0.6.2 (Transformer Engine stubbed, Hugging Face configs cached);
-Bridge's own ConfigContainer.validate() then checks it for the row's world size. A failure
-is one line: the row id and Bridge's error.
+Bridge's runtime_config_update(), what its pretrain() runs first, then applies the mixed
+precision and communication overlap settings and runs ConfigContainer.validate() for the
+row's world size. A failure is one line: the row id and Bridge's error.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 from bridge_rows import bridge_rows, device
+from megatron.bridge.training.config import runtime_config_update
 
 from perfgate.catalog import Row
 from perfgate.errors import ConfigError
@@ -35,7 +37,9 @@ def build(row: Row, monkeypatch, tmp_path, overrides=None):
     error = None
     try:
         cfg, source = build_config(row, steps=50, overrides=overrides, mock_data=True)
-        cfg.validate()
+        for name in cfg.env_vars:  # Bridge sets them in os.environ; the test's end unsets them
+            monkeypatch.delenv(name, raising=False)
+        runtime_config_update(cfg)
     except Exception as e:  # the row's one-line verdict is the point
         error = f"{row.id}: {one_line_error(e)}"
     if error:
