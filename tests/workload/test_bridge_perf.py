@@ -10,10 +10,12 @@ import sys
 import pytest
 from rowdata import as_row
 
+from perfgate.errors import ConfigError
 from perfgate.workload import megatron_bridge
 from perfgate.workload.bridge_config import find_perf_recipe, perf_recipe_names
 from perfgate.workload.bridge_perf import (
     derived_settings,
+    describe_bridge,
     fallback_settings,
     pick_perf_recipe,
     stage_layout,
@@ -21,6 +23,7 @@ from perfgate.workload.bridge_perf import (
 from perfgate.workload.bridge_plan import peft_checkpoint
 from perfgate.workload.runtime import RankInfo
 from perfgate.workload.spec import WorkloadSpec
+from perfgate.workload.validate import check_overrides
 
 ROW = {
     "task": "pretrain",
@@ -116,8 +119,17 @@ def test_stage_layout_is_bridges_rule() -> None:
 
 
 def test_a_lora_row_names_its_base_checkpoint() -> None:
+    bare = as_row({**ROW, "task": "lora"})
+    with pytest.raises(
+        ConfigError, match=r"give its checkpoint folder with --override checkpoint\."
+    ):
+        peft_checkpoint(bare, {})
+    # The login-node check lets it through (a session may only dry-run it); the dry run says it.
+    assert check_overrides(bare).startswith("checked the recipe mapping")
+    assert "(LoRA: the job stops unless --override checkpoint." in describe_bridge(bare, 5, {})
     lora = as_row({**ROW, "task": "lora", "overrides": {"checkpoint.pretrained_checkpoint": "/c"}})
     assert peft_checkpoint(lora, {}) == "/c"
+    assert "(LoRA:" not in describe_bridge(lora, 5, {})
     assert peft_checkpoint(lora, {"checkpoint.pretrained_checkpoint": "/mine"}) == "/mine"
     assert peft_checkpoint(as_row(ROW), {}) is None
     assert peft_checkpoint(as_row({**ROW, "task": "sft"}), {}) is None  # random weights

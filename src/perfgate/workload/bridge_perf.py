@@ -179,4 +179,10 @@ def describe_bridge(row: Row, steps: int, overrides: Mapping[str, Any]) -> str:
     settings.update(normalize_overrides(row.overrides, overrides))
     settings.update(derived_settings(settings))
     lines += [f"  {k} = {v!r}" for k, v in settings.items()]
+    if bridge_task(row) == "peft" and not settings.get("checkpoint.pretrained_checkpoint"):
+        # Not a login-node error: a session may select LoRA rows it only dry-runs.
+        lines.append(
+            "  (LoRA: the job stops unless --override checkpoint.pretrained_checkpoint=PATH "
+            "names the base model's checkpoint)"
+        )
     return "\n".join(lines) + "\n"

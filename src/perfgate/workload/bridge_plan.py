@@ -280,7 +280,6 @@ def check_bridge_overrides(row: Row, overrides: Mapping[str, Any], origin: str) 
         recipe_call(row)
         precision_preset(row)
         normalize_overrides(row.overrides, overrides)
-        peft_checkpoint(row, overrides)
     except ConfigError as e:
         raise ConfigError(f"{origin}: {e}") from None
     return (
