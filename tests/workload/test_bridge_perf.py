@@ -157,11 +157,20 @@ def test_perf_recipes_are_found_in_their_family_packages(tmp_path, monkeypatch) 
     broken.mkdir()
     (broken / "__init__.py").write_text("import not_installed_video_lib\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    for name in [m for m in sys.modules if m == "megatron" or m.startswith("megatron.")]:
+    ours = [m for m in sys.modules if m == "megatron" or m.startswith("megatron.")]
+    for name in ours:
         monkeypatch.delitem(sys.modules, name)
-    assert perf_recipe_names() == {"llama3_8b_pretrain_8gpu_b200_bf16_config", "helper_config"}
-    assert find_perf_recipe("llama3_8b_pretrain_8gpu_b200_bf16_config")() == "llama recipe"
-    assert find_perf_recipe("llama3_70b_pretrain_64gpu_b200_bf16_config") is None
+    try:
+        assert perf_recipe_names() == {
+            "llama3_8b_pretrain_8gpu_b200_bf16_config",
+            "helper_config",
+        }
+        assert find_perf_recipe("llama3_8b_pretrain_8gpu_b200_bf16_config")() == "llama recipe"
+        assert find_perf_recipe("llama3_70b_pretrain_64gpu_b200_bf16_config") is None
+    finally:  # the fake package must not outlive the test (later tests import no megatron)
+        for name in [m for m in sys.modules if m == "megatron" or m.startswith("megatron.")]:
+            if name not in ours:
+                del sys.modules[name]
 
 
 def test_the_environment_is_set_before_bridge_is_imported_again(tmp_path, monkeypatch) -> None:
