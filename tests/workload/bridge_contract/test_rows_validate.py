@@ -125,3 +125,18 @@ def test_a_lora_row_without_a_base_checkpoint_is_a_clear_error(monkeypatch) -> N
     row = BY_ID["lora-llama3_70b-b200-bf16-8gpu-tp1pp2-bridge"]
     with pytest.raises(ConfigError, match=r"checkpoint\.pretrained_checkpoint=PATH"):
         build_config(row, steps=5, overrides={}, mock_data=True)
+
+
+def test_knobs_bring_what_nvidias_options_set_with_them(monkeypatch, tmp_path) -> None:
+    row = BY_ID["pretrain-qwen3_235b_a22b-b200-bf16-64gpu-pp8vp4ep8-bridge"]
+    knobs = {
+        "model.moe_flex_dispatcher_backend": "hybridep",
+        "model.cuda_graph_impl": "transformer_engine",
+        "model.cuda_graph_scope": ["attn", "moe_router"],
+        "model.recompute_modules": ["moe_act"],
+    }
+    cfg, _ = build(row, monkeypatch, tmp_path, knobs)
+    m = cfg.model
+    assert (m.moe_token_dispatcher_type, m.moe_hybridep_num_sms) == ("flex", 32)
+    assert m.use_te_rng_tracker is True and cfg.rng.te_rng_tracker is True
+    assert (m.recompute_granularity, m.recompute_modules) == ("selective", ["moe_act"])
