@@ -2,9 +2,11 @@
 
 Megatron-Bridge, torch and perfgate.workload.recording (torch) are imported only inside the
 functions that need them: Bridge hard-imports transformer_engine, and a login node plans and
-checks these rows without either. Every rank builds the same config, sets the environment
-the recipe names (or NVIDIA's defaults), and calls Bridge's pretrain/finetune with a callback
-through which rank 0 records each step in steps.json (Bridge >= 0.3 has training callbacks).
+checks these rows without either. Every rank builds the same config (bridge_config), sets
+the environment the recipe names (or NVIDIA's defaults) and re-executes itself once so that
+CUDA, NCCL and Transformer Engine see it from the start, then calls Bridge's pretrain() with
+a callback through which rank 0 records each step in steps.json (Bridge >= 0.3 has training
+callbacks).
 Bridge's own `Step Time :` log lines still go to stdout, so `perfgate parse` works on the log
 alone.
 """
