@@ -57,7 +57,8 @@ def test_markers_without_rows_are_one_usage_error(suite, monkeypatch, capsys):
     (line,) = [ln for ln in result.errlines if ln.startswith("ERROR:")]
     assert line.startswith(
         "ERROR: -m 'b300 or (nvfp4 and h100)': no row of the catalog has b300, nvfp4 yet "
-        "(perfgate knows the value; the rows' markers: automodel, b200, bf16, deepseek, fp8, "
+        "(perfgate knows the value; the rows' markers: automodel, b200, bf16, bridge, deepseek, "
+        "fp8, "
     )
     monkeypatch.chdir(suite.path)
     capsys.readouterr()
