@@ -20,7 +20,7 @@ from perfgate.workload.bridge_perf import (
     pick_perf_recipe,
     stage_layout,
 )
-from perfgate.workload.bridge_plan import peft_checkpoint
+from perfgate.workload.bridge_plan import peft_checkpoint, planned_settings
 from perfgate.workload.runtime import RankInfo
 from perfgate.workload.spec import WorkloadSpec
 from perfgate.workload.validate import check_overrides
@@ -116,6 +116,12 @@ def test_stage_layout_is_bridges_rule() -> None:
     thirty_two = stage_layout(61, 32, ["loss"])
     assert [s.count("decoder") for s in thirty_two] == [2] * 30 + [1, 0]
     assert thirty_two[-1] == ["loss"]
+
+
+def test_expert_tp_is_the_rows_where_it_says_else_the_recipes() -> None:
+    moe = {**ROW, "model": "qwen3_235b_a22b", "tp": 2, "ep": 8}
+    assert "model.expert_tensor_parallel_size" not in planned_settings(as_row(moe), 5)
+    assert planned_settings(as_row({**moe, "etp": 1}), 5)["model.expert_tensor_parallel_size"] == 1
 
 
 def test_a_lora_row_names_its_base_checkpoint() -> None:

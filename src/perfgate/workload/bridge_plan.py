@@ -161,7 +161,6 @@ def planned_settings(row: Row, steps: int) -> dict[str, Any]:
         "model.context_parallel_size": row.cp,
         "model.virtual_pipeline_model_parallel_size": None if row.vp in (None, 1) else row.vp,
         "model.expert_model_parallel_size": row.ep,
-        "model.expert_tensor_parallel_size": row.etp,
         "model.sequence_parallel": row.tp > 1,
         "model.seq_length": row.seq_len,
         "train.global_batch_size": row.gbs,
@@ -169,6 +168,8 @@ def planned_settings(row: Row, steps: int) -> dict[str, Any]:
         "tokenizer.tokenizer_type": "NullTokenizer",
         "tokenizer.vocab_size": models.get(row.model).vocab_size,
     }
+    if row.etp is not None:  # unset: the recipe's expert TP (NVIDIA's MoE recipes set 1)
+        out["model.expert_tensor_parallel_size"] = row.etp
     out.update(fsdp_settings(row.fsdp))
     return out
 

@@ -59,6 +59,8 @@ def test_the_row_builds_and_bridge_validates_it(row, monkeypatch, tmp_path) -> N
         m.expert_model_parallel_size,
     )
     assert layout == (row.tp, row.pp, row.cp, None if row.vp in (None, 1) else row.vp, row.ep)
+    if row.etp is not None:
+        assert m.expert_tensor_parallel_size == row.etp
     assert (cfg.train.global_batch_size, cfg.train.micro_batch_size) == (row.gbs, row.mbs)
     assert m.seq_length == cfg.dataset.seq_length == row.seq_len
     assert cfg.ddp.use_megatron_fsdp is row.fsdp
