@@ -215,3 +215,53 @@ def test_the_environment_is_set_before_bridge_is_imported_again(tmp_path, monkey
     assert applied["TORCH_NCCL_HIGH_PRIORITY"] == "1" and applied["NVTE_FUSED_ATTN"] == "1"
     assert megatron_bridge.needs_reexec({"A": "1"}, {"A": "1"}) is False
     assert megatron_bridge.needs_reexec({"A": "1"}, {"A": "2"}) is True
+
+
+class _MockGPTDatasetConfig:
+    """Megatron-Bridge 0.6's signature: seq_length is the one named parameter (the contract
+    suites prove it against the real class)."""
+
+    def __init__(self, seq_length: int, **kwargs):
+        self.seq_length, self.kwargs = seq_length, kwargs
+
+
+def test_the_mock_dataset_gets_seq_length_and_keeps_the_recipes_loader(monkeypatch) -> None:
+    from types import ModuleType, SimpleNamespace
+
+    from perfgate.workload.bridge_config import mock_dataset
+
+    fake = ModuleType("megatron.bridge.training.config")
+    fake.MockGPTDatasetConfig = _MockGPTDatasetConfig
+    for name in ("megatron", "megatron.bridge", "megatron.bridge.training"):
+        monkeypatch.setitem(sys.modules, name, ModuleType(name))
+    monkeypatch.setitem(sys.modules, fake.__name__, fake)
+    old = SimpleNamespace(num_workers=2, pin_memory=True, persistent_workers=True)
+    ds = mock_dataset(8192, old)
+    assert ds.seq_length == 8192 and "sequence_length" not in ds.kwargs
+    assert (ds.kwargs["num_workers"], ds.kwargs["pin_memory"]) == (2, True)
+    assert ds.kwargs["split"] == "99990,8,2" and ds.kwargs["dataloader_type"] == "single"
+
+
+def test_finish_fixes_what_depends_on_the_config_objects() -> None:
+    from types import SimpleNamespace
+
+    from perfgate.workload.bridge_config import finish
+
+    def cfg():
+        return SimpleNamespace(
+            comm_overlap=SimpleNamespace(defer_embedding_wgrad_compute=True),
+            model=SimpleNamespace(moe_flex_dispatcher_backend="hybridep", moe_hybridep_num_sms=20),
+            dist=SimpleNamespace(use_tp_pp_dp_mapping=False),
+        )
+
+    fsdp = cfg()
+    finish(fsdp, as_row({**ROW, "fsdp": True}), {})
+    assert fsdp.comm_overlap.defer_embedding_wgrad_compute is False  # not with Megatron FSDP
+    assert fsdp.model.moe_hybridep_num_sms == 32  # scripts/performance's HybridEP SMs
+    lora = cfg()
+    finish(lora, as_row({**ROW, "task": "lora", "pp": 2}), {})
+    assert lora.dist.use_tp_pp_dp_mapping is True  # PEFT with PP, as utils/overrides.py
+    assert lora.comm_overlap.defer_embedding_wgrad_compute is True
+    plain = cfg()
+    finish(plain, as_row({**ROW, "task": "lora"}), {})
+    assert plain.dist.use_tp_pp_dp_mapping is False
