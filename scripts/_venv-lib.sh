@@ -1,4 +1,4 @@
-# Shared by scripts/nemo-venv and scripts/automodel-venv: build a CPU-only venv from a
+# Shared by scripts/nemo-venv, automodel-venv and bridge-venv: build a CPU-only venv from a
 # requirements file, idempotently (a stamp of the requirements and the calling script).
 # Usage (sourced): build_venv VENV REQS SMOKE_PYTHON_CODE [--force]
 # NODEPS_REQS=FILE: packages installed after REQS without their dependencies (source that
@@ -23,13 +23,18 @@ build_venv() {
     "$venv/bin/python" -m pip install -q uv
 
     # A CPU build of torch keeps the venv at a few GB instead of pulling the CUDA libraries.
-    # Use a local CPU wheel where the machine has one (pip's find-links), else PyTorch's
-    # CPU index.
-    local torch_src=(--extra-index-url https://download.pytorch.org/whl/cpu
-        --index-strategy unsafe-best-match)
+    # Use a local CPU wheel built for the venv's Python where the machine has one (pip's
+    # find-links), else PyTorch's CPU index where it answers, else PyPI (the CUDA build:
+    # larger, and it imports on CPU all the same).
+    local tag torch_src=()
+    tag=$("$venv/bin/python" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+    if curl -s -o /dev/null --max-time 10 https://download.pytorch.org/whl/cpu/torch/; then
+        torch_src=(--extra-index-url https://download.pytorch.org/whl/cpu
+            --index-strategy unsafe-best-match)
+    fi
     local dir
     for dir in $(pip config list 2>/dev/null | sed -n "s/.*find-links='\(.*\)'/\1/p") /opt/wheels; do
-        if compgen -G "$dir/torch-2.13.0+cpu-*.whl" >/dev/null; then
+        if compgen -G "$dir/torch-2.13.0+cpu-$tag-*.whl" >/dev/null; then
             torch_src=(--find-links "$dir")
             break
         fi

@@ -17,6 +17,7 @@ TOGETHER_8B = "third_party_logs/together_b200_llama3.1_8b_bf16_gbs128_nemo2602.c
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "nemo: needs the NeMo 2.x stack (.venv-nemo)")
     config.addinivalue_line("markers", "automodel: needs NeMo Automodel (.venv-automodel)")
+    config.addinivalue_line("markers", "bridge: needs Megatron-Bridge (.venv-bridge)")
 
 
 @pytest.fixture
@@ -52,8 +53,8 @@ def command_spec(tmp_path: Path):
     return make
 
 
-# The contract tests import NeMo / Automodel: the main venv runs them through .venv-nemo and
-# .venv-automodel instead (test_nemo_contract.py, test_automodel_contract.py), so each is
+# The contract tests import NeMo / Automodel / Megatron-Bridge: the main venv runs them through
+# .venv-nemo, .venv-automodel and .venv-bridge instead (test_contract_suites.py), so each is
 # collected only by an interpreter that has its stack.
 collect_ignore_glob: list[str] = []
 try:
@@ -64,3 +65,6 @@ try:
     import nemo_automodel  # noqa: F401
 except ImportError:
     collect_ignore_glob.append("automodel_contract/*")
+# Megatron-Bridge imports only behind bridge_contract's own conftest (its Transformer Engine
+# stub, its Hugging Face cache), which test_contract_suites.py loads alone (--confcutdir).
+collect_ignore_glob.append("bridge_contract/*")

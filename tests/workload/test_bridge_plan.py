@@ -12,8 +12,8 @@ from rowdata import as_row
 from perfgate.errors import ConfigError
 from perfgate.logs import stepfile
 from perfgate.workload import dispatch
+from perfgate.workload.bridge_perf import describe_bridge
 from perfgate.workload.bridge_plan import (
-    describe_bridge,
     normalize_overrides,
     perf_recipe_name,
     planned_settings,
@@ -60,10 +60,12 @@ def test_the_row_maps_to_bridge_names() -> None:
     # The names of NVIDIA's flat recipes in Bridge 0.6 (perf_recipes/llama/b200/llama3.py).
     assert perf_recipe_name(as_row(ROW)) == "llama3_70b_pretrain_64gpu_b200_fp8cs_config"
     assert perf_recipe_name(as_row(lora)) == "llama3_70b_peft_8gpu_b200_fp8mx_config"
+    # Plain fp8 is current scaling, as Bridge's performance recipes benchmark it ("fp8cs").
     assert precision_preset(as_row({"precision": "fp8"})) == (
-        "bf16_with_fp8_delayed_scaling_mixed",
-        "fp8ds",
+        "bf16_with_fp8_current_scaling_mixed",
+        "fp8cs",
     )
+    assert precision_preset(as_row({"precision": "fp8", "fp8_recipe": "delayed"}))[1] == "fp8ds"
     assert precision_preset(as_row({"precision": "nvfp4"}))[0] == "bf16_with_nvfp4_mixed"
 
 
@@ -93,11 +95,17 @@ def test_planned_settings_carry_the_row_and_the_benchmark_policy() -> None:
     assert s["model.virtual_pipeline_model_parallel_size"] == 5
     assert s["model.context_parallel_size"] == 2
     assert (s["train.global_batch_size"], s["train.micro_batch_size"]) == (128, 1)
-    assert s["model.seq_length"] == s["dataset.sequence_length"] == 8192
+    assert s["model.seq_length"] == 8192 and not any(k.startswith("dataset.") for k in s)
     assert s["tokenizer.tokenizer_type"] == "NullTokenizer" and s["tokenizer.vocab_size"] == 128256
     assert s["checkpoint.save"] is None and s["logger.log_interval"] == 1
-    assert "ddp.use_megatron_fsdp" not in s
-    assert planned_settings(as_row({**ROW, "fsdp": True}), 5)["ddp.use_megatron_fsdp"] is True
+    # FSDP is set either way: a recipe that shards (Llama3 70B's FSDP configs) must not keep
+    # sharding a row that says fsdp=false.
+    assert s["ddp.use_megatron_fsdp"] is False and "checkpoint.ckpt_format" not in s
+    fsdp = planned_settings(as_row({**ROW, "fsdp": True}), 5)
+    assert fsdp["ddp.use_megatron_fsdp"] is True
+    assert fsdp["checkpoint.ckpt_format"] == "fsdp_dtensor" and fsdp["checkpoint.load"] is None
+    assert fsdp["ddp.data_parallel_sharding_strategy"] == "optim_grads_params"
+    assert fsdp["ddp.average_in_collective"] is False
 
 
 def test_overrides_are_checked_at_the_section_and_user_wins() -> None:
@@ -159,6 +167,8 @@ def test_dry_run_and_login_check_need_no_bridge() -> None:
     assert "megatron.bridge.perf_recipes...llama3_70b_pretrain_64gpu_b200_fp8cs_config()" in text
     assert "megatron.bridge.recipes.llama.llama3.llama3_70b_pretrain_config() with " in text
     assert "mixed_precision=bf16_with_fp8_current_scaling_mixed()" in text
+    assert "(else its recipe for another GPU count" in text
+    assert "model.should_pad_vocab=True" in text  # what scripts/performance adds
     assert "  train.train_iters = 20\n" in text and "  model.cuda_graph_impl = 'local'\n" in text
     assert "CUDA_DEVICE_MAX_CONNECTIONS=32" in text  # TP 2 on Blackwell
     assert describe_bridge(as_row(ROW), 20, {}) in text

@@ -1,8 +1,10 @@
-"""Run the contract suites against the real NeMo 2.x and NeMo Automodel, each in its own venv.
+"""Run the contract suites against the real NeMo 2.x, NeMo Automodel and Megatron-Bridge, each
+in its own venv.
 
-The main venv has neither: scripts/nemo-venv builds .venv-nemo (CPU NeMo 2.x stack) and
-scripts/automodel-venv builds .venv-automodel. Locally a suite skips when its venv is absent;
-under CI (CI set) it fails instead.
+The main venv has none of them: scripts/nemo-venv builds .venv-nemo (CPU NeMo 2.x stack),
+scripts/automodel-venv builds .venv-automodel and scripts/bridge-venv builds .venv-bridge
+(Megatron-Bridge 0.6 on Python 3.12). Locally a suite skips when its venv is absent; under CI
+(CI set) it fails instead.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ SUITES = {
         ".venv-automodel",
         "scripts/automodel-venv",
     ),
+    "bridge_contract": ("PERFGATE_BRIDGE_PYTHON", ".venv-bridge", "scripts/bridge-venv"),
 }
 
 
@@ -34,6 +37,7 @@ QUIET = ("-p", "no:cacheprovider", "-W", "ignore")
     [
         pytest.param("nemo_contract", marks=pytest.mark.nemo),
         pytest.param("automodel_contract", marks=pytest.mark.automodel),
+        pytest.param("bridge_contract", marks=pytest.mark.bridge),
     ],
 )
 def test_contract_suite_passes_in_its_venv(suite: str) -> None:

@@ -48,10 +48,12 @@ BRIDGE_MODELS: dict[str, BridgeModel] = {
     "gpt_oss_120b": BridgeModel("gpt_oss.gpt_oss", "gpt_oss_120b"),
 }
 
-# (precision, fp8_recipe) -> (megatron.bridge.training.mixed_precision preset, flat-name tag)
+# (precision, fp8_recipe) -> (megatron.bridge.training.mixed_precision preset, flat-name tag).
+# A plain "fp8" is current scaling: what Bridge's performance recipes and scripts/performance
+# benchmark as FP8 (perf_recipes/_common.py _perf_precision("fp8_cs")).
 PRECISIONS: dict[tuple[str, str | None], tuple[str, str]] = {
     ("bf16", None): ("bf16_mixed", "bf16"),
-    ("fp8", None): ("bf16_with_fp8_delayed_scaling_mixed", "fp8ds"),
+    ("fp8", None): ("bf16_with_fp8_current_scaling_mixed", "fp8cs"),
     ("fp8", "delayed"): ("bf16_with_fp8_delayed_scaling_mixed", "fp8ds"),
     ("fp8", "current_scaling"): ("bf16_with_fp8_current_scaling_mixed", "fp8cs"),
     ("fp8", "subchannel_scaling"): ("bf16_with_fp8_subchannel_scaling_mixed", "fp8sc"),
@@ -59,10 +61,13 @@ PRECISIONS: dict[tuple[str, str | None], tuple[str, str]] = {
     ("nvfp4", None): ("bf16_with_nvfp4_mixed", "nvfp4"),
 }
 
-# ConfigContainer's sections (Megatron-Bridge training/config.py), the first segment of a path
+# ConfigContainer's sections (Megatron-Bridge 0.6 training/config.py), the first segment of a
+# path; env_vars and validation are new in 0.6.
 SECTIONS = (
     "model",
     "train",
+    "validation",
+    "env_vars",
     "optimizer",
     "scheduler",
     "ddp",
@@ -158,20 +163,59 @@ def planned_settings(row: Row, steps: int) -> dict[str, Any]:
         "model.context_parallel_size": row.cp,
         "model.virtual_pipeline_model_parallel_size": None if row.vp in (None, 1) else row.vp,
         "model.expert_model_parallel_size": row.ep,
-        "model.expert_tensor_parallel_size": row.etp,
         "model.sequence_parallel": row.tp > 1,
         "model.seq_length": row.seq_len,
-        "dataset.sequence_length": row.seq_len,  # seq_length is only a property
         "train.global_batch_size": row.gbs,
         "train.micro_batch_size": row.mbs,
         "tokenizer.tokenizer_type": "NullTokenizer",
         "tokenizer.vocab_size": models.get(row.model).vocab_size,
     }
-    if row.fsdp:
-        out["ddp.use_megatron_fsdp"] = True
-        out["ddp.data_parallel_sharding_strategy"] = "optim_grads_params"
-        out["model.gradient_accumulation_fusion"] = False  # as NVIDIA's FSDP configs
+    if row.etp is not None:  # unset: the recipe's expert TP (NVIDIA's MoE recipes set 1)
+        out["model.expert_tensor_parallel_size"] = row.etp
+    out.update(fsdp_settings(row.fsdp))
     return out
+
+
+def fsdp_settings(fsdp: bool) -> dict[str, Any]:
+    """Megatron FSDP on or off as the row says, whatever the recipe chose.
+
+    On: scripts/performance utils/overrides.py `_set_megatron_fsdp_overrides`, plus the
+    checkpoint format Bridge's validate() demands with Megatron FSDP (fsdp_dtensor) and no
+    checkpoint to load (a benchmark starts from random weights).
+    """
+    if not fsdp:
+        return {"ddp.use_megatron_fsdp": False}
+    return {
+        "ddp.use_megatron_fsdp": True,
+        "ddp.data_parallel_sharding_strategy": "optim_grads_params",
+        "ddp.keep_fp8_transpose_cache": False,
+        "ddp.average_in_collective": False,  # not supported with Megatron FSDP
+        "model.init_model_with_meta_device": True,
+        "model.gradient_accumulation_fusion": True,
+        "checkpoint.load": None,
+        "checkpoint.ckpt_format": "fsdp_dtensor",
+    }
+
+
+def peft_checkpoint(row: Row, overrides: Mapping[str, Any]) -> str | None:
+    """The base-model checkpoint a LoRA row loads; a clear error where none is given.
+
+    Bridge applies LoRA on top of loaded base weights: validate() requires
+    checkpoint.pretrained_checkpoint and the PEFT setup loads it (a Megatron or Hugging Face
+    checkpoint folder of the base model), as scripts/performance's --pretrained_checkpoint.
+    """
+    if bridge_task(row) != "peft":
+        return None
+    settings = normalize_overrides(row.overrides, overrides)
+    path = settings.get("checkpoint.pretrained_checkpoint")
+    if not path:
+        raise ConfigError(
+            f"row {row.id!r} is a LoRA (PEFT) row: Megatron-Bridge loads the base model's weights "
+            "before adding adapters; give its checkpoint folder with --override "
+            "checkpoint.pretrained_checkpoint=PATH (a Megatron or Hugging Face checkpoint of "
+            f"{row.model}, readable on every node)"
+        )
+    return str(path)
 
 
 def normalize_overrides(
@@ -231,22 +275,6 @@ def _field_names(obj: Any) -> set[str]:
     for cls in type(obj).__mro__:
         names |= {k for k, v in vars(cls).items() if isinstance(v, property) and v.fset}
     return names
-
-
-def describe_bridge(row: Row, steps: int, overrides: Mapping[str, Any]) -> str:
-    """What --dry-run shows for a megatron_bridge row (no Bridge needed)."""
-    module, fn, kwargs = recipe_call(row)
-    preset = precision_preset(row)[0]
-    args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
-    lines = [
-        "Megatron-Bridge ConfigContainer: NVIDIA's flat performance recipe "
-        f"megatron.bridge.perf_recipes...{perf_recipe_name(row)}() where the installed Bridge "
-        f"has it, else {module}.{fn}({args}) with mixed_precision={preset}(), then:",
-    ]
-    settings = planned_settings(row, steps)
-    settings.update(normalize_overrides(row.overrides, overrides))
-    lines += [f"  {k} = {v!r}" for k, v in settings.items()]
-    return "\n".join(lines) + "\n"
 
 
 def check_bridge_overrides(row: Row, overrides: Mapping[str, Any], origin: str) -> str:

@@ -14,7 +14,8 @@ from typing import Any
 
 from perfgate.catalog.rows import Row
 from perfgate.workload.automodel_config import AutomodelInputs, build_config, to_yaml
-from perfgate.workload.bridge_plan import bridge_env_defaults, describe_bridge
+from perfgate.workload.bridge_perf import describe_bridge
+from perfgate.workload.bridge_plan import bridge_env_defaults
 from perfgate.workload.env import nvidia_defaults
 from perfgate.workload.nemo2_models import nemo2_model, tp_overlap_config
 from perfgate.workload.overrides import merged_overrides

@@ -2,119 +2,36 @@
 
 Megatron-Bridge, torch and perfgate.workload.recording (torch) are imported only inside the
 functions that need them: Bridge hard-imports transformer_engine, and a login node plans and
-checks these rows without either. Every rank builds the same config, sets the environment
-the recipe names (or NVIDIA's defaults), and calls Bridge's pretrain/finetune with a callback
-through which rank 0 records each step in steps.json (Bridge >= 0.3 has training callbacks).
+checks these rows without either. Every rank builds the same config (bridge_config), sets
+the environment the recipe names (or NVIDIA's defaults) and re-executes itself once so that
+CUDA, NCCL and Transformer Engine see it from the start, then calls Bridge's pretrain() with
+a callback through which rank 0 records each step in steps.json (Bridge >= 0.3 has training
+callbacks).
 Bridge's own `Step Time :` log lines still go to stdout, so `perfgate parse` works on the log
 alone.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import os
-import pkgutil
+import sys
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
 from perfgate.secrets import is_secret
-from perfgate.workload.bridge_plan import (
-    bridge_env_defaults,
-    normalize_overrides,
-    perf_recipe_name,
-    planned_settings,
-    precision_preset,
-    recipe_call,
-    set_attr_path,
-)
+from perfgate.workload.bridge_config import build_config, find_perf_recipe
+from perfgate.workload.bridge_plan import bridge_env_defaults
 from perfgate.workload.dispatch import WorkloadFailed
 from perfgate.workload.env import merge_env
-from perfgate.workload.runtime import RankInfo, Recorder, one_line_error, torch_dist_env
+from perfgate.workload.runtime import RankInfo, Recorder, torch_dist_env
 from perfgate.workload.spec import WorkloadSpec
 
 FLOPS_CONVENTION = "megatron_bridge"  # Bridge's flop_utils: causal attention
-
-
-def find_perf_recipe(name: str) -> Any | None:
-    """NVIDIA's flat performance recipe function of that name (Bridge >= 0.6), or None."""
-    try:
-        perf = importlib.import_module("megatron.bridge.perf_recipes")
-    except ImportError:
-        return None
-    for info in pkgutil.walk_packages(perf.__path__, prefix=f"{perf.__name__}."):
-        if info.name.rsplit(".", 1)[-1].startswith("_"):
-            continue
-        fn = getattr(importlib.import_module(info.name), name, None)
-        if callable(fn):
-            return fn
-    return None
-
-
-def build_config(
-    row: Row, steps: int, overrides: Mapping[str, Any], mock_data: bool
-) -> tuple[Any, str]:
-    """The row's ConfigContainer and which recipe it started from."""
-    task = row.task
-    if task != "pretrain" and not mock_data:
-        raise ConfigError(
-            f"row {row.id!r}: the megatron_bridge backend fine-tunes on mock data and "
-            "random weights only (--mock-finetune-data); for SQuAD and a checkpoint run "
-            "Bridge's scripts/performance with backend 'command'"
-        )
-    recipe_call(row)  # an unmapped model or task is a ConfigError before any import
-    try:
-        importlib.import_module("megatron.bridge")
-    except ImportError as e:
-        raise WorkloadFailed(
-            f"Megatron-Bridge cannot be imported in this container ({one_line_error(e)})"
-        ) from None
-    perf_name = perf_recipe_name(row)
-    perf_fn = find_perf_recipe(perf_name)
-    if perf_fn is not None:
-        cfg, source = perf_fn(), f"megatron.bridge.perf_recipes {perf_name}"
-    else:
-        module, fn_name, kwargs = recipe_call(row)
-        fn = getattr(importlib.import_module(module), fn_name, None)
-        if fn is None:
-            raise ConfigError(f"this Megatron-Bridge has no recipe {module}.{fn_name}")
-        cfg, source = fn(**kwargs), f"{module}.{fn_name}"
-        from megatron.bridge.training import mixed_precision
-
-        preset = precision_preset(row)[0]
-        if not hasattr(mixed_precision, preset):
-            raise ConfigError(f"this Megatron-Bridge has no mixed-precision preset {preset}")
-        cfg.mixed_precision = getattr(mixed_precision, preset)()
-        if preset == "bf16_with_fp8_current_scaling_mixed":
-            cfg.mixed_precision.first_last_layers_bf16 = False  # as utils/precision.py
-    if not isinstance(cfg.mixed_precision, str):
-        cfg.mixed_precision.grad_reduce_in_fp32 = False
-    from megatron.bridge.training.config import MockGPTDatasetConfig
-
-    cfg.dataset = MockGPTDatasetConfig(
-        sequence_length=row.seq_len,
-        random_seed=1234,
-        reset_attention_mask=False,
-        reset_position_ids=False,
-        eod_mask_loss=False,
-        num_dataset_builder_threads=1,
-        split="99990,8,2",
-        data_sharding=True,
-        dataloader_type="single",
-        num_workers=8,
-    )
-    if task != "pretrain":
-        cfg.checkpoint.pretrained_checkpoint = None  # random weights: mock fine-tuning
-    settings = {
-        **planned_settings(row, steps),
-        **normalize_overrides(row.overrides, overrides),
-    }
-    for path, value in settings.items():
-        set_attr_path(cfg, path, value)
-    return cfg, source
+REEXEC_MARK = "PERFGATE_BRIDGE_ENV_SET"  # set in the re-executed process
+__all__ = ["StepRecorder", "build_config", "find_perf_recipe", "prepare_env", "run"]
 
 
 class StepRecorder:
@@ -208,15 +125,46 @@ def callback_manager(rec: StepRecorder) -> Any:
     return manager
 
 
+def bridge_env(
+    spec: WorkloadSpec, rank: RankInfo, recipe_env: Mapping[str, Any] | None
+) -> dict[str, str]:
+    """The rank's environment: recipe's < inherited < row < user < rank."""
+    defaults = {k: str(v) for k, v in (recipe_env or {}).items()} or bridge_env_defaults(spec.row)
+    return merge_env(dict(os.environ), defaults, spec.row.env, spec.env, torch_dist_env(rank))
+
+
+def needs_reexec(env: Mapping[str, str], current: Mapping[str, str]) -> bool:
+    """Whether the process must start again for `env` to be seen at import time.
+
+    CUDA, NCCL and Transformer Engine read many of these variables when they are imported or
+    initialised, and building the config has imported them: as NVIDIA's scripts/performance,
+    the workload re-executes itself once with the environment set (never twice).
+    """
+    if current.get(REEXEC_MARK) == "1":
+        return False
+    return any(current.get(k) != v for k, v in env.items())
+
+
 def prepare_env(
     spec: WorkloadSpec, rank: RankInfo, recipe_env: Mapping[str, Any] | None
 ) -> dict[str, str]:
-    """Set the environment (recipe's < inherited < row < user < rank); return what changed."""
-    defaults = {k: str(v) for k, v in (recipe_env or {}).items()} or bridge_env_defaults(spec.row)
-    before = dict(os.environ)
-    env = merge_env(before, defaults, spec.row.env, spec.env, torch_dist_env(rank))
-    os.environ.update(env)
-    return {k: v for k, v in env.items() if before.get(k) != v and not is_secret(k)}
+    """Set the environment (re-executing once where it changed); return what perfgate set.
+
+    What was set is the difference to the environment the launcher gave the first process.
+    """
+    env = bridge_env(spec, rank, recipe_env)
+    if needs_reexec(env, os.environ):
+        launched = {k: os.environ.get(k) for k in env}
+        sys.stdout.flush()
+        sys.stderr.flush()
+        changed = [k for k, v in env.items() if launched[k] != v]
+        os.execve(
+            sys.executable,
+            sys.orig_argv,
+            {**os.environ, **env, REEXEC_MARK: "1", f"{REEXEC_MARK}_KEYS": ",".join(changed)},
+        )
+    keys = os.environ.get(f"{REEXEC_MARK}_KEYS", "").split(",")
+    return {k: env[k] for k in keys if k in env and not is_secret(k)}
 
 
 def run(spec: WorkloadSpec, rank: RankInfo, recorder: Recorder | None) -> None:
@@ -231,7 +179,7 @@ def run(spec: WorkloadSpec, rank: RankInfo, recorder: Recorder | None) -> None:
     from megatron.bridge.training.pretrain import pretrain
 
     # Also for SFT/LoRA rows: Bridge's finetune() only asserts a checkpoint to load and then
-    # calls pretrain(); perfgate's mock fine-tuning has none (random weights).
+    # calls pretrain(); LoRA's base weights load in pretrain's PEFT setup.
     if "callbacks" not in inspect.signature(pretrain).parameters:
         raise ConfigError(
             "this Megatron-Bridge's pretrain() takes no callbacks (added in 0.3): run the row "

@@ -105,7 +105,10 @@ def test_every_precision_preset_exists() -> None:
 
 
 def test_sections_are_configcontainer_fields() -> None:
-    assert set(SECTIONS) == class_fields("training/config.py", "ConfigContainer")
+    # env_vars and validation are new in Bridge 0.6 (tests/workload/bridge_contract builds
+    # every row against 0.6.2 itself).
+    new_in_06 = {"env_vars", "validation"}
+    assert set(SECTIONS) - new_in_06 == class_fields("training/config.py", "ConfigContainer")
 
 
 FIELDS = {
@@ -137,19 +140,26 @@ def test_every_planned_setting_names_a_real_field() -> None:
 
 
 def test_the_mock_dataset_keywords_are_real() -> None:
-    used = {
-        "sequence_length",
-        "random_seed",
-        "reset_attention_mask",
-        "reset_position_ids",
-        "eod_mask_loss",
-        "num_dataset_builder_threads",
-        "split",
-        "data_sharding",
-        "dataloader_type",
-        "num_workers",
-    }
-    assert used <= FIELDS["dataset"]()
+    # The keywords the backend passes (its source), against MockGPTDatasetConfig's __init__
+    # (seq_length: the mock dataset takes no sequence_length) and the dataset fields.
+    import perfgate.workload.bridge_config as backend
+
+    call = next(
+        n
+        for n in ast.walk(ast.parse(Path(backend.__file__).read_text()))
+        if isinstance(n, ast.Call) and ast.unparse(n.func) == "MockGPTDatasetConfig"
+    )
+    used = {k.arg for k in call.keywords}
+    init = next(
+        f
+        for c in tree("training/config.py").body
+        if isinstance(c, ast.ClassDef) and c.name == "MockGPTDatasetConfig"
+        for f in c.body
+        if isinstance(f, ast.FunctionDef) and f.name == "__init__"
+    )
+    assert [a.arg for a in init.args.args] == ["self", "seq_length"]
+    assert "seq_length" in used and "sequence_length" not in used
+    assert used - {"seq_length"} <= FIELDS["dataset"]()
 
 
 def test_pretrain_takes_callbacks_and_finetune_only_adds_a_checkpoint_assert() -> None:
