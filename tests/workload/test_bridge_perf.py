@@ -265,3 +265,34 @@ def test_finish_fixes_what_depends_on_the_config_objects() -> None:
     plain = cfg()
     finish(plain, as_row({**ROW, "task": "lora"}), {})
     assert plain.dist.use_tp_pp_dp_mapping is False
+
+
+def test_finish_turns_ep_overlap_off_for_a_pipeline_without_vp() -> None:
+    from types import SimpleNamespace
+
+    from perfgate.workload.bridge_config import finish
+
+    def cfg(vp):
+        return SimpleNamespace(
+            comm_overlap=SimpleNamespace(
+                overlap_moe_expert_parallel_comm=True, delay_wgrad_compute=True
+            ),
+            model=SimpleNamespace(virtual_pipeline_model_parallel_size=vp),
+            dist=SimpleNamespace(use_tp_pp_dp_mapping=False),
+        )
+
+    # Bridge: "If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be
+    # specified when pipeline_model_parallel_size > 1" (Qwen3 235B B200 MXFP8, PP8 no VP)
+    novp = cfg(None)
+    finish(novp, as_row({**ROW, "pp": 8}), {})
+    assert novp.comm_overlap.overlap_moe_expert_parallel_comm is False
+    assert novp.comm_overlap.delay_wgrad_compute is False
+    interleaved = cfg(3)
+    finish(interleaved, as_row({**ROW, "pp": 8, "vp": 3}), {})
+    assert interleaved.comm_overlap.overlap_moe_expert_parallel_comm is True
+    single = cfg(None)
+    finish(single, as_row(ROW), {})  # PP 1: overlap allowed
+    assert single.comm_overlap.delay_wgrad_compute is True
+    asked = cfg(None)
+    finish(asked, as_row({**ROW, "pp": 8}), {"comm_overlap.overlap_moe_expert_parallel_comm": True})
+    assert asked.comm_overlap.overlap_moe_expert_parallel_comm is True  # the user's, as given

@@ -158,12 +158,25 @@ def build_config(
 
 def finish(cfg: Any, row: Row, user: Mapping[str, Any]) -> None:
     """What depends on the config's objects: FSDP's comm-overlap limit, the pipeline layout
-    of the MLA models, the MoE dispatcher backend, PEFT's rank mapping (utils/overrides.py)."""
+    of the MLA models, EP overlap without VP, the MoE dispatcher backend, PEFT's rank mapping
+    (utils/overrides.py)."""
     overlap = getattr(cfg, "comm_overlap", None)
     if row.fsdp and overlap is not None and getattr(overlap, "defer_embedding_wgrad_compute", 0):
         overlap.defer_embedding_wgrad_compute = False  # cannot work with Megatron FSDP
     if "model.pipeline_model_parallel_layout" not in user:
         set_pipeline_layout(cfg.model, row)
+    if (
+        overlap is not None
+        and getattr(overlap, "overlap_moe_expert_parallel_comm", None)
+        and row.pp > 1
+        and getattr(cfg.model, "virtual_pipeline_model_parallel_size", None) is None
+        and "comm_overlap.overlap_moe_expert_parallel_comm" not in user
+    ):
+        # EP all-to-all overlap needs interleaved stages; a row published without VP (the
+        # 26.04 tables) ran without it, and delayed wgrad needs that overlap in turn.
+        overlap.overlap_moe_expert_parallel_comm = False
+        if "comm_overlap.delay_wgrad_compute" not in user:
+            overlap.delay_wgrad_compute = False
     backend = user.get("model.moe_flex_dispatcher_backend")
     if backend:
         from megatron.bridge.training.flex_dispatcher_backend import apply_flex_dispatcher_backend
