@@ -21,6 +21,14 @@ from perfgate.workload.runtime import one_line_error
 
 ROWS = bridge_rows()
 BY_ID = {row.id: row for row in ROWS}
+# Gaps of the Bridge release itself: the row must fail with exactly that error (xfail), and
+# fails the suite once the gap is fixed.
+# The 0.6.2 wheel leaves out perf_recipes/nemotronh/te_quant.cfg, which the NVFP4 Nemotron
+# recipes load (Path(__file__).with_name); a container built from Bridge's source has it.
+KNOWN_GAPS = {
+    ("nemotron_3_super", "nvfp4"): "Megatron-Bridge 0.6.2's wheel lacks "
+    "perf_recipes/nemotronh/te_quant.cfg (FileNotFoundError in the NVFP4 recipe)",
+}
 
 
 def build(row: Row, monkeypatch, tmp_path, overrides=None):
@@ -49,6 +57,10 @@ def build(row: Row, monkeypatch, tmp_path, overrides=None):
 
 @pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
 def test_the_row_builds_and_bridge_validates_it(row, monkeypatch, tmp_path) -> None:
+    if (row.model, row.precision) in KNOWN_GAPS:
+        with pytest.raises(BaseException, match=r"te_quant\.cfg"):
+            build(row, monkeypatch, tmp_path)
+        pytest.xfail(KNOWN_GAPS[(row.model, row.precision)])
     cfg, _ = build(row, monkeypatch, tmp_path)
     m = cfg.model
     layout = (
