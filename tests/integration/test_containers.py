@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import shutil
+import statistics
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -283,7 +284,9 @@ def test_a_template_runtime_runs_the_ranks_through_enroot_start(scenarios, conta
         "--env=SLURM_NTASKS",
     ]
     assert str(container_images["candidate"]) in cmd
-    assert 0.054 < res.runs[0].series.step_times[5] < 0.061  # the candidate's 10%
+    # the candidate's 10% (0.055 s a step); the median, as one step of a loaded machine
+    # was seen at 0.092 s
+    assert 0.054 < statistics.median(res.runs[0].series.step_times[1:]) < 0.065
 
 
 def test_a_template_that_drops_slurms_variables_is_caught(scenarios):
