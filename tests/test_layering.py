@@ -222,6 +222,24 @@ def lazy_imports(imports: list[Import]) -> list[str]:
     ]
 
 
+# Packages that may import pytest: the plugin and the pytest-html report. Verdicts, statistics
+# and the launcher are plain functions a script or `perfgate` can call without a session.
+PYTEST_MAY_IMPORT = ("perfgate.suite", "perfgate.report")
+
+
+def pytest_escapes(imports: list[Import]) -> list[str]:
+    return [
+        f"{i.module}:{i.line} imports {i.target}"
+        for i in imports
+        if i.target.split(".")[0] in ("pytest", "_pytest", "pytest_html")
+        and not any(i.module == p or i.module.startswith(p + ".") for p in PYTEST_MAY_IMPORT)
+    ]
+
+
+def test_only_the_suite_and_the_report_import_pytest() -> None:
+    assert pytest_escapes(all_imports()) == []
+
+
 def test_every_module_has_a_layer() -> None:
     for module in modules():
         layer_of(module)
@@ -251,6 +269,7 @@ def test_the_rules_catch_what_they_forbid() -> None:
         Import("perfgate.logs.scan", "perfgate.logs.series", 3, False),  # ... of two
         Import("perfgate.workload.spec", "perfgate.launch.planning", 4, False),  # container
         Import("perfgate.suite.state", "perfgate.launch", 5, True),  # function-level
+        Import("perfgate.verdicts.single", "pytest", 6, False),  # pytest outside the suite
     ]
     assert upward(fake[:1]) == [
         "perfgate.catalog.rows:1 imports perfgate.verdicts.single "
@@ -261,6 +280,7 @@ def test_the_rules_catch_what_they_forbid() -> None:
     assert lazy_imports(fake) == [
         "perfgate.suite.state:5 imports perfgate.launch inside a function"
     ]
+    assert pytest_escapes(fake) == ["perfgate.verdicts.single:6 imports pytest"]
 
 
 def test_relative_and_package_imports_resolve_to_modules(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ Same pipeline as benchmarks/pretrain: the plugin runs, plans or replays the row 
 --finetune-data DIR (llmb layout) or --mock-finetune-data.
 """
 
-from perfgate.verdicts import assert_verdict
+from perfgate.suite.outcome import assert_verdict
 
 ROW_TASKS = ("sft", "lora")
 

@@ -5,7 +5,7 @@ replays its logs with --replay) in the `perfgate_evaluation` fixture, and the ve
 the stored baseline is asserted here. See README.md for the options.
 """
 
-from perfgate.verdicts import assert_verdict
+from perfgate.suite.outcome import assert_verdict
 
 ROW_TASKS = ("pretrain",)
 

@@ -6,7 +6,8 @@ The modes (live, dry-run, replay) are perfgate.suite.state's; what the report, J
 pytest-benchmark receive is perfgate.report's.
 
 Waiting happens in the `perfgate_evaluation` fixture, so a failed job is a test ERROR with its
-cause, job id and log tail; the verdict is asserted in the test body (verdicts.assert_verdict).
+cause, job id and log tail; the verdict is asserted in the test body
+(perfgate.suite.outcome.assert_verdict).
 """
 
 from __future__ import annotations

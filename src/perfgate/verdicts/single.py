@@ -1,4 +1,5 @@
-"""From a job's (or a replayed log's) RunResult to a verdict on one row, and its pytest outcome.
+"""From a job's (or a replayed log's) RunResult to a verdict on one row (its pytest outcome:
+perfgate.suite.outcome).
 
 One pipeline for live runs and replays: steady-state summary (perfgate.stats), throughput with
 the FLOPs convention named (perfgate.flops), comparison with the stored baseline, verdict.
@@ -9,12 +10,9 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
-
-import pytest
 
 from perfgate import flops, stats
 from perfgate.catalog import Baseline, Row
@@ -35,10 +33,6 @@ VERDICTS = (REGRESSION, INFRA, SHIFT, INCONCLUSIVE, NO_BASELINE, IMPROVEMENT, PA
 WARN = (SHIFT, INCONCLUSIVE, NO_BASELINE)  # pass with a warning; --strict fails them
 DEFAULT_TOLERANCE = stats.DEFAULT_TOLERANCE  # when neither the row nor --tolerance sets one
 CONVENTIONS = ("nemo2", "megatron")
-
-
-class PerfgateWarning(UserWarning):
-    """A row passed without a firm verdict (INCONCLUSIVE, NO_BASELINE) or asks for a refresh."""
 
 
 @dataclass(frozen=True)
@@ -362,20 +356,6 @@ def mode_label(mode: str) -> str:
         "paired": "A/B pairs in one allocation",
         "history": "persistent step in the row's history",
     }.get(mode, mode)
-
-
-def assert_verdict(ev: Evaluation, strict: bool = False) -> None:
-    """Turn an evaluation into the test's outcome (INFRA never reaches here: it is an error)."""
-    if ev.verdict == REGRESSION:
-        pytest.fail(ev.message, pytrace=False)
-    if ev.verdict in WARN:
-        if strict:
-            pytest.fail(f"{ev.message} (--strict)", pytrace=False)
-        warnings.warn(PerfgateWarning(ev.message), stacklevel=2)
-    elif ev.verdict == IMPROVEMENT:
-        warnings.warn(PerfgateWarning(ev.message), stacklevel=2)
-    elif ev.verdict == INFRA:
-        pytest.fail(ev.message, pytrace=False)
 
 
 def infra_text(ev: Evaluation) -> str:
