@@ -57,9 +57,6 @@ def pooled(
     return math.sqrt(var), prior_df + df_obs
 
 
-RULES = ("guarded", "point")  # the decision rule; "point" is the pre-history rule, kept to compare
-
-
 @dataclass(frozen=True)
 class Decision:
     """A verdict with its numbers, before it becomes a Comparison."""
@@ -71,6 +68,90 @@ class Decision:
     resolution: float
     reason: str
     detectable: float
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """One comparison as a rule sees it: the slowdown, its interval and resolution (fractions)."""
+
+    delta: float
+    lo: float
+    hi: float
+    resolution: float
+    tolerance: float
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A decision rule: what it calls a REGRESSION or IMPROVEMENT before the shared tail.
+
+    threshold(q_se, tol): the log ratio above which it says REGRESSION (for `detectable`);
+    early(bounds): its own verdict and why, or None to fall through to the shared tail
+    (REGRESSION / IMPROVEMENT beyond the tolerance at the bound, PASS within it, else
+    INCONCLUSIVE); resolved(q_se, tol): True when it never ends INCONCLUSIVE.
+    """
+
+    threshold: Callable[[float, float], float]
+    early: Callable[[Bounds], tuple[str, str] | None]
+    resolved: Callable[[float, float], bool]
+
+
+def _guarded_early(b: Bounds) -> tuple[str, str] | None:
+    tol, delta = b.tolerance, b.delta
+    if b.lo > 0 and b.hi > tol:
+        if b.lo > tol:
+            return "REGRESSION", f"delta {pct(delta)} > tolerance {tol:.0%} even at the lower bound"
+        return "REGRESSION", (
+            f"delta {pct(delta)}: slower (lower bound {pct(b.lo)} > 0) and not shown within "
+            f"tolerance {tol:.0%} (upper bound {pct(b.hi)})"
+        )
+    if b.hi < 0 and b.lo < -tol:
+        return "IMPROVEMENT", (
+            f"delta {pct(delta)}: faster (upper bound {pct(b.hi)}), refresh the baseline"
+        )
+    return None
+
+
+def _point_early(b: Bounds) -> tuple[str, str] | None:
+    tol, delta = b.tolerance, b.delta
+    if b.resolution > tol:
+        return None
+    if delta > tol:
+        return "REGRESSION", f"delta {pct(delta)} > tolerance {tol:.0%}"
+    if delta < -tol:
+        return "IMPROVEMENT", f"delta {pct(delta)} < -{tol:.0%}: faster, refresh the baseline"
+    return "PASS", f"delta {pct(delta)} within tolerance {tol:.0%}"
+
+
+def _point_threshold(q_se: float, tol: float) -> float:
+    # above log1p(tol) when precise, log1p(tol) + q se when noisy
+    return math.log1p(tol) + (0.0 if math.expm1(q_se) <= tol else q_se)
+
+
+# The decision rules by name. "guarded" (the gate's): REGRESSION iff d - q se > 0 and
+# d + q se > log1p(tol), so the threshold is max(q se, log1p(tol) - q se) and a slowdown 1.645
+# se beyond it is caught 95% of the time; INCONCLUSIVE only when q se > log1p(tol) / 2.
+# "point" (the rule before row histories, kept so scripts/evaluate_detector.py can compare):
+# the point estimate against the tolerance when the resolution is within it.
+RULES: dict[str, Rule] = {
+    "guarded": Rule(
+        threshold=lambda q_se, tol: max(q_se, math.log1p(tol) - q_se),
+        early=_guarded_early,
+        resolved=lambda q_se, tol: 2 * q_se <= math.log1p(tol),
+    ),
+    "point": Rule(
+        threshold=_point_threshold,
+        early=_point_early,
+        resolved=lambda q_se, tol: math.expm1(q_se) <= tol,
+    ),
+}
+
+
+def rule_named(name: str) -> Rule:
+    """The decision rule of this name, else a one-line ConfigError listing the rules."""
+    if name not in RULES:
+        raise ConfigError(f"decision rule {name!r}: expected one of {', '.join(RULES)}")
+    return RULES[name]
 
 
 def decide(
@@ -86,8 +167,7 @@ def decide(
 
     advice() says how many runs or pairs would resolve the tolerance (for INCONCLUSIVE).
     """
-    if rule not in RULES:
-        raise ConfigError(f"decision rule {rule!r}: expected one of {', '.join(RULES)}")
+    how = rule_named(rule)
     q = t_quantile(1 - alpha, df)
     delta = math.expm1(d)
     lo, hi = math.expm1(d - q * se), math.expm1(d + q * se)
@@ -95,39 +175,15 @@ def decide(
     tol = tolerance
     ci = f"{1 - 2 * alpha:.0%} CI {pct(lo)}..{pct(hi)}"
     about = f"resolution {res:.1%} at {alpha:.1%} false alarms, {ci}"
-    if rule == "guarded":
-        # REGRESSION iff d - q se > 0 and d + q se > log1p(tol): the threshold is
-        # max(q se, log1p(tol) - q se); a slowdown 1.645 se beyond it is caught 95% of the time.
-        threshold = max(q * se, math.log1p(tol) - q * se)
-    else:  # point: above log1p(tol) (precise) or log1p(tol) + q se (noisy)
-        threshold = math.log1p(tol) + (0.0 if res <= tol else q * se)
+    threshold = how.threshold(q * se, tol)
     detectable = math.expm1(threshold + normal_quantile(0.95) * se)
 
     def verdict(name: str, why: str) -> Decision:
         return Decision(name, delta, lo, hi, res, f"{why} ({about})", detectable)
 
-    if rule == "point" and res <= tol:
-        if delta > tol:
-            return verdict("REGRESSION", f"delta {pct(delta)} > tolerance {tol:.0%}")
-        if delta < -tol:
-            return verdict(
-                "IMPROVEMENT", f"delta {pct(delta)} < -{tol:.0%}: faster, refresh the baseline"
-            )
-        return verdict("PASS", f"delta {pct(delta)} within tolerance {tol:.0%}")
-    if rule == "guarded" and lo > 0 and hi > tol:
-        if lo > tol:
-            why = f"delta {pct(delta)} > tolerance {tol:.0%} even at the lower bound"
-        else:
-            why = (
-                f"delta {pct(delta)}: slower (lower bound {pct(lo)} > 0) and not shown within "
-                f"tolerance {tol:.0%} (upper bound {pct(hi)})"
-            )
-        return verdict("REGRESSION", why)
-    if rule == "guarded" and hi < 0 and lo < -tol:
-        return verdict(
-            "IMPROVEMENT",
-            f"delta {pct(delta)}: faster (upper bound {pct(hi)}), refresh the baseline",
-        )
+    early = how.early(Bounds(delta, lo, hi, res, tol))
+    if early is not None:
+        return verdict(*early)
     if lo > tol:
         return verdict(
             "REGRESSION", f"delta {pct(delta)} > tolerance {tol:.0%} even at the lower bound"
@@ -158,13 +214,8 @@ def unpaired_se(sigma: float, k: int, m: float, within: float) -> float:
 
 
 def resolved(se: float, df: float, tol: float, alpha: float, rule: str = "guarded") -> bool:
-    """True when a comparison with this se and df never ends INCONCLUSIVE at tolerance tol.
-
-    guarded: INCONCLUSIVE needs q se > log1p(tol) / 2 (then no change passes and a slowdown
-    of tol fails, each with probability >= 1 - alpha); point: resolution <= tol.
-    """
-    q_se = t_quantile(1 - alpha, df) * se
-    return 2 * q_se <= math.log1p(tol) if rule == "guarded" else math.expm1(q_se) <= tol
+    """True when a comparison with this se and df never ends INCONCLUSIVE at tolerance tol."""
+    return rule_named(rule).resolved(t_quantile(1 - alpha, df) * se, tol)
 
 
 def smallest_n(
