@@ -1,4 +1,4 @@
-"""The suite's pytest command-line options: the "perfgate" group of `pytest --help`.
+"""The suite's pytest command-line options: the "perfgate: ..." groups of `pytest --help`.
 
 Declared here, turned into Settings and LaunchOptions (and checked) by perfgate.suite.settings.
 """
@@ -16,10 +16,18 @@ from perfgate.suite.preflight import DEFAULT_MAX_GPU_HOURS
 
 
 def addoption(parser: pytest.Parser) -> None:
-    """Register every option under the "perfgate" group."""
-    g = parser.getgroup("perfgate", "perfgate: NeMo training performance gate")
+    """Register every option, one group per concern (pytest --help shows them in this order)."""
     parser.addini("perfgate_history", "path of the sqlite history (default beside baselines)")
-    env = os.environ
+    _selection(parser.getgroup("perfgate: which rows run, and what each runs"))
+    _slurm(parser.getgroup("perfgate: where jobs run (executor, Slurm, consent)"))
+    _containers(parser.getgroup("perfgate: containers"))
+    _ab(parser.getgroup("perfgate: the A/B gate (container upgrade)"))
+    _statistics(parser.getgroup("perfgate: statistics of the verdict"))
+    _results(parser.getgroup("perfgate: results, baselines and history"))
+
+
+def _selection(g: pytest.OptionGroup) -> None:
+    """Which rows run and what each runs: selection, the three modes, the workload's inputs."""
     g.addoption(
         "--gpus",
         metavar="SPEC",
@@ -32,6 +40,136 @@ def addoption(parser: pytest.Parser) -> None:
         default=False,
         help="run every row of the catalog: a live session without -m, -k, --gpus or test ids "
         "refuses to start without it",
+    )
+    g.addoption(
+        "--dry-run",
+        action="store_true",
+        default=False,
+        help="submit nothing: show per row the sbatch script, srun line, workload spec "
+        "and GPU-hours; works without Slurm or GPU",
+    )
+    g.addoption(
+        "--replay",
+        metavar="DIR",
+        default=None,
+        help="submit nothing: judge each row from logs already in DIR (perfgate, NeMo, "
+        "nemo_run, llmb or Megatron-Bridge folders)",
+    )
+    g.addoption(
+        "--baselines-dir",
+        metavar="DIR",
+        default=None,
+        help="folder of the <gpu>.json row files (default: <rootdir>/baselines)",
+    )
+    g.addoption(
+        "--steps",
+        type=int,
+        default=None,
+        help="training steps per run, for every selected row (default: the row's, else 50)",
+    )
+    g.addoption(
+        "--repeat",
+        metavar="K",
+        type=int,
+        default=None,
+        help="launch each row K times in one allocation (an A/A gate); the verdict pools the "
+        "K runs and --update-baselines stores each run's summary",
+    )
+    g.addoption(
+        "--override",
+        metavar="PATH=VALUE",
+        action="append",
+        default=[],
+        help="recipe override by dotted path, e.g. model.config.recompute_granularity="
+        "selective (repeatable; a tuning knob A/B on the selected rows)",
+    )
+    g.addoption(
+        "--env-file",
+        metavar="JSON",
+        default=None,
+        help="JSON object of environment variables for every job (e.g. seed 000's "
+        "env_vars.json); secrets are refused here: export them instead",
+    )
+    g.addoption(
+        "--env",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="environment variable for every job (repeatable; wins over --env-file)",
+    )
+    g.addoption(
+        "--finetune-data",
+        metavar="DIR",
+        default=None,
+        help="fine-tuning data and checkpoint folder (llmb layout) for sft/lora rows",
+    )
+    g.addoption(
+        "--mock-finetune-data",
+        action="store_true",
+        default=False,
+        help="fine-tune on mock data where NeMo allows it (results flagged mock_data)",
+    )
+
+
+def _slurm(g: pytest.OptionGroup) -> None:
+    """Where and how jobs run: executor, Slurm parameters, waiting, consent."""
+    env = os.environ
+    g.addoption(
+        "--executor",
+        choices=EXECUTORS,
+        default="slurm",
+        help="slurm (default) or local: run on this node with torchrun-style ranks",
+    )
+    g.addoption(
+        "--partition",
+        default=env.get("SBATCH_PARTITION"),
+        help="Slurm partition (default: $SBATCH_PARTITION)",
+    )
+    g.addoption(
+        "--account",
+        default=env.get("SBATCH_ACCOUNT"),
+        help="Slurm account (default: $SBATCH_ACCOUNT)",
+    )
+    g.addoption(
+        "--qos",
+        default=env.get("SBATCH_QOS"),
+        help="Slurm QOS (default: $SBATCH_QOS)",
+    )
+    g.addoption(
+        "--time-limit",
+        metavar="MIN",
+        type=int,
+        default=None,
+        help="time limit in minutes of one run, every row (default: the row's, else 30); "
+        "an A/B job gets 2 x --max-pairs times this",
+    )
+    g.addoption(
+        "--slurm-param",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="extra sbatch parameter, e.g. reservation=r1 or constraint=gpu; a flag alone "
+        "(no-requeue) has no value (repeatable)",
+    )
+    g.addoption(
+        "--max-concurrent-jobs",
+        metavar="N",
+        type=int,
+        default=None,
+        help="at most N jobs queued or running at once (default: all)",
+    )
+    g.addoption(
+        "--poll-interval",
+        metavar="S",
+        type=float,
+        default=5.0,
+        help="seconds between job-state polls while tests wait (default 5)",
+    )
+    g.addoption(
+        "--resume",
+        action="store_true",
+        default=False,
+        help="re-attach to the jobs of an interrupted session in --results-dir",
     )
     g.addoption(
         "--max-gpu-hours",
@@ -47,54 +185,15 @@ def addoption(parser: pytest.Parser) -> None:
         default=False,
         help="submit above --max-gpu-hours without asking (CI, scripts)",
     )
-    g.addoption(
-        "--partition",
-        default=env.get("SBATCH_PARTITION"),
-        help="Slurm partition (default: $SBATCH_PARTITION)",
-    )
-    g.addoption(
-        "--account",
-        default=env.get("SBATCH_ACCOUNT"),
-        help="Slurm account (default: $SBATCH_ACCOUNT)",
-    )
-    g.addoption("--qos", default=env.get("SBATCH_QOS"), help="Slurm QOS (default: $SBATCH_QOS)")
-    g.addoption(
-        "--time-limit",
-        metavar="MIN",
-        type=int,
-        default=None,
-        help="time limit in minutes of one run, every row (default: the row's, else 30); "
-        "an A/B job gets 2 x --max-pairs times this",
-    )
+
+
+def _containers(g: pytest.OptionGroup) -> None:
+    """The container each launch runs in."""
     g.addoption(
         "--container-image",
         metavar="IMG",
         default=None,
         help="NeMo container: a .sqsh file or a registry URI (pyxis); none = bare metal",
-    )
-    g.addoption(
-        "--candidate-image",
-        metavar="IMG",
-        default=None,
-        help="A/B gate: the new container, run alternately with --container-image (the "
-        "baseline) in one allocation per row, AB BA AB ..; the row's verdict is the paired "
-        "comparison",
-    )
-    g.addoption(
-        "--pairs",
-        metavar="N",
-        type=int,
-        default=None,
-        help=f"A/B: baseline/candidate pairs per row to start with (default {LaunchOptions.pairs})",
-    )
-    g.addoption(
-        "--max-pairs",
-        metavar="M",
-        type=int,
-        default=None,
-        help="A/B: while the verdict is INCONCLUSIVE the job adds a pair, up to M (default "
-        f"{LaunchOptions.max_pairs}: catches a 3%% slowdown at --tolerance 0.02 98%% of the "
-        "time on production-scale noise); the time limit covers 2M runs",
     )
     g.addoption(
         "--container-runtime",
@@ -120,40 +219,38 @@ def addoption(parser: pytest.Parser) -> None:
         default=[],
         help="extra pyxis container mounts (repeatable, comma-separated)",
     )
+
+
+def _ab(g: pytest.OptionGroup) -> None:
+    """The A/B gate: the candidate image and the pairs."""
     g.addoption(
-        "--env-file",
-        metavar="JSON",
+        "--candidate-image",
+        metavar="IMG",
         default=None,
-        help="JSON object of environment variables for every job (e.g. seed 000's "
-        "env_vars.json); secrets are refused here: export them instead",
+        help="A/B gate: the new container, run alternately with --container-image (the "
+        "baseline) in one allocation per row, AB BA AB ..; the row's verdict is the paired "
+        "comparison",
     )
     g.addoption(
-        "--env",
-        metavar="KEY=VALUE",
-        action="append",
-        default=[],
-        help="environment variable for every job (repeatable; wins over --env-file)",
-    )
-    g.addoption(
-        "--slurm-param",
-        metavar="KEY=VALUE",
-        action="append",
-        default=[],
-        help="extra sbatch parameter, e.g. reservation=r1 or constraint=gpu; a flag alone "
-        "(no-requeue) has no value (repeatable)",
-    )
-    g.addoption(
-        "--executor",
-        choices=EXECUTORS,
-        default="slurm",
-        help="slurm (default) or local: run on this node with torchrun-style ranks",
-    )
-    g.addoption(
-        "--steps",
+        "--pairs",
+        metavar="N",
         type=int,
         default=None,
-        help="training steps per run, for every selected row (default: the row's, else 50)",
+        help=f"A/B: baseline/candidate pairs per row to start with (default {LaunchOptions.pairs})",
     )
+    g.addoption(
+        "--max-pairs",
+        metavar="M",
+        type=int,
+        default=None,
+        help="A/B: while the verdict is INCONCLUSIVE the job adds a pair, up to M (default "
+        f"{LaunchOptions.max_pairs}: catches a 3%% slowdown at --tolerance 0.02 98%% of the "
+        "time on production-scale noise); the time limit covers 2M runs",
+    )
+
+
+def _statistics(g: pytest.OptionGroup) -> None:
+    """How a run is summarized and judged: window, tolerance, false alarms, noise prior."""
     g.addoption(
         "--window",
         default="auto",
@@ -199,51 +296,15 @@ def addoption(parser: pytest.Parser) -> None:
         help="weight of --noise-cv in degrees of freedom (default 2: heavy tails; more when "
         "it comes from many A/A runs)",
     )
-    g.addoption(
-        "--override",
-        metavar="PATH=VALUE",
-        action="append",
-        default=[],
-        help="recipe override by dotted path, e.g. model.config.recompute_granularity="
-        "selective (repeatable; a tuning knob A/B on the selected rows)",
-    )
+
+
+def _results(g: pytest.OptionGroup) -> None:
+    """What the session writes: results, baselines, history."""
     g.addoption(
         "--results-dir",
         metavar="DIR",
         default="perfgate-results",
         help="where jobs write and results.json goes (default perfgate-results)",
-    )
-    g.addoption(
-        "--max-concurrent-jobs",
-        metavar="N",
-        type=int,
-        default=None,
-        help="at most N jobs queued or running at once (default: all)",
-    )
-    g.addoption(
-        "--poll-interval",
-        metavar="S",
-        type=float,
-        default=5.0,
-        help="seconds between job-state polls while tests wait (default 5)",
-    )
-    g.addoption(
-        "--finetune-data",
-        metavar="DIR",
-        default=None,
-        help="fine-tuning data and checkpoint folder (llmb layout) for sft/lora rows",
-    )
-    g.addoption(
-        "--mock-finetune-data",
-        action="store_true",
-        default=False,
-        help="fine-tune on mock data where NeMo allows it (results flagged mock_data)",
-    )
-    g.addoption(
-        "--resume",
-        action="store_true",
-        default=False,
-        help="re-attach to the jobs of an interrupted session in --results-dir",
     )
     g.addoption(
         "--update-baselines",
@@ -260,14 +321,6 @@ def addoption(parser: pytest.Parser) -> None:
         help="--update-baselines also stores REGRESSION rows and replayed logs (never INFRA)",
     )
     g.addoption(
-        "--repeat",
-        metavar="K",
-        type=int,
-        default=None,
-        help="launch each row K times in one allocation (an A/A gate); the verdict pools the "
-        "K runs and --update-baselines stores each run's summary",
-    )
-    g.addoption(
         "--history",
         metavar="PATH",
         default=None,
@@ -280,24 +333,4 @@ def addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="also store replayed sessions in the history (never examples/replay)",
-    )
-    g.addoption(
-        "--dry-run",
-        action="store_true",
-        default=False,
-        help="submit nothing: show per row the sbatch script, srun line, workload spec "
-        "and GPU-hours; works without Slurm or GPU",
-    )
-    g.addoption(
-        "--replay",
-        metavar="DIR",
-        default=None,
-        help="submit nothing: judge each row from logs already in DIR (perfgate, NeMo, "
-        "nemo_run, llmb or Megatron-Bridge folders)",
-    )
-    g.addoption(
-        "--baselines-dir",
-        metavar="DIR",
-        default=None,
-        help="folder of the <gpu>.json row files (default: <rootdir>/baselines)",
     )
