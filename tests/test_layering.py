@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "perfgate.model_arch": 0,  # ModelArch, the fields of a models.py entry
     "perfgate.charset": 0,
     "perfgate.inputs": 0,
+    "perfgate.rowrecord": 0,  # the results.json record's keys (TypedDicts)
     "perfgate.catalog": 1,
     "perfgate.logs": 1,
     "perfgate.stats": 2,

@@ -13,16 +13,17 @@ from typing import Any
 from perfgate import stats
 from perfgate.errors import PerfgateError
 from perfgate.history.store import Run
+from perfgate.rowrecord import RowRecord
 
 
-def record_mode(rec: dict[str, Any]) -> str:
+def record_mode(rec: RowRecord) -> str:
     """stored (one run vs its baseline), repeat (K runs of one image) or paired (A/B)."""
     if rec.get("mode") == "paired":
         return "paired"
     return "repeat" if len(rec.get("runs") or ()) > 1 else "stored"
 
 
-def summaries(rec: dict[str, Any], window: stats.Window = "auto") -> list[stats.RunSummary | None]:
+def summaries(rec: RowRecord, window: stats.Window = "auto") -> list[stats.RunSummary | None]:
     """Each run's steady-state summary (None for a run with too few steps to summarize)."""
     out: list[stats.RunSummary | None] = []
     for run in rec.get("runs") or ():
@@ -34,7 +35,7 @@ def summaries(rec: dict[str, Any], window: stats.Window = "auto") -> list[stats.
     return out
 
 
-def runs_from_record(rec: dict[str, Any], window: stats.Window = "auto") -> list[Run]:
+def runs_from_record(rec: RowRecord, window: stats.Window = "auto") -> list[Run]:
     """The store's runs of one row's record; an INFRA row keeps its cause on every run."""
     job = rec.get("job") or {}
     measured = rec.get("measured") or {}

@@ -14,8 +14,9 @@ from typing import Any
 
 from perfgate.report.environment import VERSION_LABELS
 from perfgate.report.format import seconds
+from perfgate.rowrecord import RowRecord
 
-Record = dict[str, Any]
+Record = RowRecord
 SIDES = ("baseline", "candidate")
 
 

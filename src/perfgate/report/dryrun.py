@@ -8,6 +8,7 @@ from typing import Any
 
 from perfgate.catalog import Row
 from perfgate.launch.types import JobPlan
+from perfgate.rowrecord import RowRecord
 from perfgate.runs import Launches, ab_images, launch_order
 
 
@@ -48,7 +49,7 @@ def with_id(row_id: str, message: str) -> str:
     return message if row_id in message else f"{row_id}: {message}"
 
 
-def write_summary(tr: Any, recs: Sequence[dict[str, Any]], verbosity: int) -> None:
+def write_summary(tr: Any, recs: Sequence[RowRecord], verbosity: int) -> None:
     """The dry-run section of the terminal summary (tr: pytest's terminal reporter)."""
     total_h = 0.0
     nodes = 0

@@ -16,6 +16,7 @@ from perfgate.report import provenance, table
 from perfgate.report.ab import ab_html
 from perfgate.report.plot import svg_for_record
 from perfgate.report.trend import trend_svg
+from perfgate.rowrecord import RowRecord
 
 
 def _html(content: str) -> dict[str, Any]:
@@ -35,7 +36,7 @@ def _details(summary: str, body: str) -> str:
     )
 
 
-def stats_json(rec: dict[str, Any]) -> dict[str, Any]:
+def stats_json(rec: RowRecord) -> dict[str, Any]:
     """The numbers behind the verdict (what the 'stats' extra shows)."""
     return {
         k: rec.get(k)
@@ -55,11 +56,11 @@ def stats_json(rec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _without_row_id(rec: dict[str, Any], text: str) -> str:
+def _without_row_id(rec: RowRecord, text: str) -> str:
     return text.removeprefix(f"{rec['row_id']}: ")
 
 
-def verdict_text(rec: dict[str, Any]) -> str:
+def verdict_text(rec: RowRecord) -> str:
     """The row's verdict in one line; for a failed job the cause once, without the log line
     that proves it (that line is marked in the log tail instead)."""
     diag = rec.get("diagnosis")
@@ -85,7 +86,7 @@ def _log_tail(diag: dict[str, Any], log: str | None) -> str:
     )
 
 
-def detail_html(rec: dict[str, Any]) -> str:
+def detail_html(rec: RowRecord) -> str:
     """The detail block of one row record (escaped HTML)."""
     v = str(rec.get("verdict") or "")
     parts = [f'<p class="pg-line {table.verdict_class(v)}">{escape(verdict_text(rec))}</p>']
@@ -134,6 +135,6 @@ def detail_html(rec: dict[str, Any]) -> str:
     return f'<div class="pg-row">{"".join(parts)}</div>'
 
 
-def extras_for(rec: dict[str, Any]) -> list[dict[str, Any]]:
+def extras_for(rec: RowRecord) -> list[dict[str, Any]]:
     """The pytest-html extras of one row record: its detail block."""
     return [_html(detail_html(rec))]

@@ -24,8 +24,9 @@ from pytest_html.util import _process_css, _read_template
 from perfgate.report import signoff, table
 from perfgate.report.environment import environment
 from perfgate.report.extras import extras_for
+from perfgate.rowrecord import RowRecord
 
-Record = dict[str, Any]
+Record = RowRecord
 INITIAL_SORT = "verdict"  # worst first: perfgate.report.table.order_key in the verdict cell
 # pytest-html 4's own header cells; "Links" is dropped (a row's details are in its block).
 PYTEST_HTML_HEADER = (

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from html import escape
 
 from perfgate.report import format as fmt
+from perfgate.rowrecord import RowRecord
 
 W = 1000  # viewBox width; the page scales it
 PH = 300  # plot area height
@@ -262,7 +263,7 @@ def _empty(title: str) -> str:
     )
 
 
-def svg_for_record(rec: dict) -> str:
+def svg_for_record(rec: RowRecord) -> str:
     """The plot of one results.json record (A/B: every run, colored by side)."""
     runs = [run for run in rec.get("runs", []) if run.get("steps")]
     m = rec.get("measured") or {}
@@ -287,7 +288,7 @@ def svg_for_record(rec: dict) -> str:
     )
 
 
-def _ab_svg(rec: dict, runs: list[dict], window: tuple | None) -> str:
+def _ab_svg(rec: RowRecord, runs: list[dict], window: tuple | None) -> str:
     """A/B: baseline runs in blue, candidate runs in red; the band is the baseline image's."""
     color = {"baseline": COLORS[0], "candidate": COLORS[1]}
     traces, shown = [], set()

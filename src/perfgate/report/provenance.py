@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from perfgate.report import format as fmt
+from perfgate.rowrecord import RowRecord
 
 CROSS_NOTE = "cross-version reference"
 # A NeMo-style release tag in an image name: nemo:25.07, nemo-25.09.sqsh, 26.02.01
@@ -27,7 +28,7 @@ def release_tag(image: str | None) -> str | None:
     return found[-1] if found else None
 
 
-def measured_image(rec: dict[str, Any]) -> str | None:
+def measured_image(rec: RowRecord) -> str | None:
     """The container the row's (candidate) runs used, when recorded."""
     images = [r.get("image") for r in rec.get("runs") or [] if r.get("label") != "baseline"]
     images = images or [r.get("image") for r in rec.get("runs") or []]
@@ -35,7 +36,7 @@ def measured_image(rec: dict[str, Any]) -> str | None:
     return seen[-1] if seen else None
 
 
-def cross_version(rec: dict[str, Any]) -> str | None:
+def cross_version(rec: RowRecord) -> str | None:
     """Why the row's stored baseline is a cross-version reference, or None when it is not
     (or when the report cannot tell: no container on either side and no note)."""
     base = rec.get("baseline") or {}
@@ -58,7 +59,7 @@ def derived(base: dict[str, Any]) -> bool:
     return "step_time_s derived from tokens/s" in str(base.get("notes") or "")
 
 
-def provenance_text(rec: dict[str, Any]) -> str:
+def provenance_text(rec: RowRecord) -> str:
     """One line: the baseline's value, source, container, date and notes (plain text)."""
     base = rec.get("baseline") or {}
     if not base:

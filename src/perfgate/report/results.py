@@ -21,6 +21,7 @@ from typing import Any
 from perfgate import atomic, catalog, inputs
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.launch.types import JobPlan
+from perfgate.rowrecord import RowRecord
 from perfgate.secrets import redact
 from perfgate.stats import json_ready, summarize_run
 from perfgate.verdicts import Evaluation
@@ -80,9 +81,9 @@ def record(
     plan: JobPlan | None = None,
     description: str | None = None,
     skip_reason: str | None = None,
-) -> dict[str, Any]:
+) -> RowRecord:
     """The results.json record of one row (JSON-able; secrets redacted from log text)."""
-    rec: dict[str, Any] = {
+    rec: RowRecord = {
         "row_id": row.id,
         "nodeid": nodeid,
         "row": catalog.row_to_dict(row),
@@ -197,7 +198,7 @@ class ResultsFile:
             "rows": {},
         }
 
-    def add(self, rec: dict[str, Any]) -> None:
+    def add(self, rec: RowRecord) -> None:
         """Add or replace a row's record and write the file."""
         self.data["rows"][rec["row_id"]] = rec
         self.write()
@@ -239,7 +240,7 @@ def read(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def _runs(
-    rec: dict[str, Any], window: Any, label: str, used: set[int] | None = None
+    rec: RowRecord, window: Any, label: str, used: set[int] | None = None
 ) -> tuple[list[catalog.BaselineRun], list[float]]:
     """Each steady run of one label as a BaselineRun (step time, rel SE, job, date, image),
     and the unrounded medians."""
@@ -277,7 +278,7 @@ def _summaries(runs: list[dict[str, Any]], window: Any) -> list[Any]:
 
 
 def baseline_from_record(
-    rec: dict[str, Any], row: catalog.Row, window: Any = "auto"
+    rec: RowRecord, row: catalog.Row, window: Any = "auto"
 ) -> catalog.Baseline:
     """The new Baseline of a row from its results.json record, with provenance and runs.
 

@@ -17,8 +17,9 @@ from typing import Any
 from perfgate.report import ab, provenance, table
 from perfgate.report import format as fmt
 from perfgate.report.extras import verdict_text
+from perfgate.rowrecord import RowRecord
 
-Record = dict[str, Any]
+Record = RowRecord
 WORST_SHOWN = 12  # rows listed in the sign-off (all of them are in the table below)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from perfgate.report import ab
 from perfgate.report import format as fmt
+from perfgate.rowrecord import RowRecord
 from perfgate.verdicts import VERDICTS
 
 # Worst first: what blocks a release, then what needs a look, then what is fine; perfgate.verdicts
@@ -32,7 +33,7 @@ VERDICT_TONE = {
     "SKIPPED": "grey",
 }
 QUIET = ("PASS", "DRY_RUN", "SKIPPED")  # counted in the sign-off, not listed there
-Record = dict[str, Any]
+Record = RowRecord
 
 
 def sort_key(x: float | None) -> str:

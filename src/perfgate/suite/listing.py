@@ -17,6 +17,7 @@ from perfgate import catalog
 from perfgate.catalog import Row
 from perfgate.errors import ConfigError
 from perfgate.report import results
+from perfgate.rowrecord import RowRecord
 from perfgate.suite import expression, selection
 
 
@@ -66,7 +67,7 @@ def _names_of(row: Row):
     return lambda s: any(s.lower() in n for n in names)
 
 
-def entry(row: Row, record: dict[str, Any] | None) -> dict[str, Any]:
+def entry(row: Row, record: RowRecord | None) -> dict[str, Any]:
     """What `perfgate list` says about one row (its --json form)."""
     b = row.baseline
     base = None

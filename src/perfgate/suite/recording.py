@@ -22,6 +22,7 @@ from perfgate.errors import PerfgateError
 from perfgate.history import records
 from perfgate.history.store import HistoryStore, Session
 from perfgate.history.trend import Point
+from perfgate.rowrecord import RowRecord
 from perfgate.secrets import redact
 from perfgate.suite.settings import Settings
 
@@ -107,7 +108,7 @@ class HistoryRecorder:
             self.error = self.error or str(e)
             return []
 
-    def add(self, rec: dict[str, Any]) -> None:
+    def add(self, rec: RowRecord) -> None:
         """Store one finished row (its runs), starting the session with the first."""
         if not self.writes or rec.get("verdict") in ("SKIPPED", "DRY_RUN"):
             return

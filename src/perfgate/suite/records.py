@@ -12,6 +12,7 @@ import pytest
 from perfgate import verdicts
 from perfgate.catalog import Row
 from perfgate.report import dryrun, results
+from perfgate.rowrecord import RowRecord
 from perfgate.secrets import redact
 from perfgate.suite.settings import Settings, repro_command
 
@@ -49,7 +50,7 @@ def row_record(
     row: Row,
     report: pytest.TestReport,
     settings: Settings,
-) -> dict[str, Any]:
+) -> RowRecord:
     """The results.json record of a row's test from its final report (setup or call).
 
     info: what the test stashed (evaluation, plan, description, skip reason, setup time).

@@ -24,6 +24,7 @@ from perfgate.catalog import Row
 from perfgate.errors import PerfgateError
 from perfgate.report import dryrun, results, signoff, table, trend
 from perfgate.report.environment import environment
+from perfgate.rowrecord import RowRecord
 from perfgate.suite import preflight, records, replay, updates
 from perfgate.suite.live import LiveRunner, say, terminal_display
 from perfgate.suite.recording import HistoryRecorder
@@ -48,7 +49,7 @@ class PerfgateState:
         self._catalog: catalog.Catalog | None = None
         self.runner: LiveRunner | None = None
         self.index: replay.ReplayIndex | None = None
-        self.records: dict[str, dict[str, Any]] = {}
+        self.records: dict[str, RowRecord] = {}
         self.results: results.ResultsFile | None = None
         self.update: updates.Update | None = None  # what --update-baselines did
         self.recorder = HistoryRecorder(
@@ -73,7 +74,7 @@ class PerfgateState:
         """The session as results.json has it (with start, end and login metadata)."""
         return self.results.data["session"] if self.results else self.session_info()
 
-    def record_list(self) -> list[dict[str, Any]]:
+    def record_list(self) -> list[RowRecord]:
         """Records of the rows finished so far."""
         return list(self.records.values())
 
@@ -219,11 +220,11 @@ class PerfgateState:
 
     # --- records and results.json -------------------------------------------------------------
 
-    def record(self, item: pytest.Item, row: Row, report: pytest.TestReport) -> dict[str, Any]:
+    def record(self, item: pytest.Item, row: Row, report: pytest.TestReport) -> RowRecord:
         """The results.json record of a row's test from its final report (setup or call)."""
         return records.row_record(item.stash.get(ITEM, {}), item.nodeid, row, report, self.settings)
 
-    def add_record(self, rec: dict[str, Any]) -> None:
+    def add_record(self, rec: RowRecord) -> None:
         """On the controller: keep the record (with the row's history trend, tonight included,
         when the history has one) and rewrite results.json with it."""
         self.records[rec["row_id"]] = rec

@@ -13,6 +13,7 @@ from typing import Any
 from perfgate import catalog, verdicts
 from perfgate.errors import PerfgateError
 from perfgate.report import results
+from perfgate.rowrecord import RowRecord
 from perfgate.suite.recording import is_example_replay
 from perfgate.suite.settings import Settings
 
@@ -28,9 +29,7 @@ class Update:
     refused: list[str] = field(default_factory=list)  # rows not stored, and why
 
 
-def update_baselines(
-    records: list[dict[str, Any]], settings: Settings, cat: catalog.Catalog
-) -> Update:
+def update_baselines(records: list[RowRecord], settings: Settings, cat: catalog.Catalog) -> Update:
     """Write measured values of cleanly run rows into baselines/*.json; say what changed."""
     s = settings
     out = Update()
