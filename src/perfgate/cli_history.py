@@ -1,4 +1,5 @@
-"""`perfgate history` and `perfgate calibrate`: a row's trend, the site's noise prior."""
+"""`perfgate history`, `perfgate calibrate` and `perfgate nodes`: a row's trend, the site's
+noise prior, the nodes whose runs are slow more often than chance."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 from perfgate.catalog import Baseline, load_catalog
 from perfgate.errors import ConfigError
-from perfgate.history import calibrate
+from perfgate.history import calibrate, nodes
 from perfgate.history.store import DEFAULT_NAME, HistoryStore
 from perfgate.report import trend
 from perfgate.stats import DEFAULT_TOLERANCE
@@ -54,6 +55,23 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", metavar="JSON", help="default: <baselines-dir>/noise-prior.json")
     p.add_argument("--json", action="store_true", help="print the prior as JSON")
     p.set_defaults(func=_calibrate)
+    p = sub.add_parser(
+        "nodes",
+        help="nodes whose runs were slow more often than chance, as an --exclude= list",
+        description="Rank every run among its row's runs in the history and test, per node, "
+        "whether the runs it took part in were slower than chance (one-sided rank test, "
+        "Benjamini-Hochberg over nodes at --fdr); print the flagged nodes as an sbatch "
+        "--exclude= list to paste (--slurm-param exclude=...).",
+    )
+    _where(p)
+    p.add_argument("--fdr", type=float, default=0.05, help="false discovery rate (default 0.05)")
+    p.add_argument(
+        "--min-runs", type=int, default=nodes.MIN_RUNS, help="runs a node needs to be tested"
+    )
+    p.add_argument("--cluster", help="only runs of this Slurm cluster")
+    p.add_argument("--all", action="store_true", help="list every tested node, not the flagged")
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.set_defaults(func=_nodes)
 
 
 def _store(args: argparse.Namespace) -> HistoryStore:
@@ -121,4 +139,39 @@ def _calibrate(args: argparse.Namespace) -> int:
             f"{r.sigma:.3%} on {r.df} df"
         )
     print(f"wrote {out}")
+    return 0
+
+
+def _nodes(args: argparse.Namespace) -> int:
+    if not 0 < args.fdr < 1:
+        raise ConfigError(f"--fdr {args.fdr}: expected a false discovery rate in (0, 1)")
+    if args.min_runs < 2:
+        raise ConfigError(f"--min-runs {args.min_runs}: a node needs at least 2 runs to test")
+    runs = _store(args).node_runs(args.cluster)
+    found = nodes.slow_nodes(runs, q=args.fdr, min_runs=args.min_runs)
+    exclude = nodes.exclude_list(found)
+    if args.json:
+        _json(
+            {
+                "runs": len(runs),
+                "fdr": args.fdr,
+                "nodes": [f.__dict__ for f in found],
+                "exclude": exclude,
+            }
+        )
+        return 0
+    shown = found if args.all else [f for f in found if f.flagged]
+    print(
+        f"{len(runs)} runs on {len({n for r in runs for n in r.nodes})} nodes; {len(found)} "
+        f"nodes with >= {args.min_runs} runs tested; {sum(f.flagged for f in found)} slower "
+        f"than chance (FDR {args.fdr:g})"
+    )
+    for f in shown:
+        mark = "SLOW" if f.flagged else "ok"
+        print(
+            f"  {f.node}: {mark}, {f.runs} runs, {f.slow_runs} in their row's slowest fifth, "
+            f"mean rank {f.mean_percentile:.2f} (0.5 expected), p {f.p_value:.2g}"
+        )
+    if exclude:
+        print(exclude)
     return 0

@@ -88,10 +88,8 @@ class ComparisonRecord(TypedDict):
     n_unsteady: int
 
 
-class RunEntry(TypedDict):
-    """One launch of the row's job: its image, versions and per-step times."""
-
-    label: str  # "baseline" or "candidate" (A/B)
+class _RunEntryKeys(TypedDict):
+    label: str  # "baseline", "candidate" (A/B) or "confirmation N" (its own job)
     image: str | None
     image_digest: str | None
     versions: dict[str, str]
@@ -100,6 +98,14 @@ class RunEntry(TypedDict):
     format: str | None
     log_interval: int
     steps: list[list[float]]  # [step, step_time_s]
+
+
+class RunEntry(_RunEntryKeys, total=False):
+    """One launch: its image, versions and per-step times; a confirmation run (another job,
+    on other nodes) also says which job and nodes."""
+
+    job_id: str | None
+    nodes: list[str]
 
 
 class JobRecord(TypedDict):
@@ -146,6 +152,7 @@ class _RowRecordKeys(TypedDict):
     notes: list[str]
     ab: dict[str, Any] | None  # A/B: both sides, the versions that changed, every pair
     history: dict[str, Any] | None  # the row's history as the verdict used it
+    confirmation: dict[str, Any] | None  # one-run modes: the confirmation runs on other nodes
 
 
 class RowRecord(_RowRecordKeys, total=False):

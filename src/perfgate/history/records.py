@@ -16,11 +16,17 @@ from perfgate.history.store import Run
 from perfgate.rowrecord import RowRecord
 
 
+def is_confirmation(run: dict[str, Any]) -> bool:
+    """A confirmation run: another job of the row on other nodes (perfgate.verdicts.confirm)."""
+    return str(run.get("label") or "").startswith("confirmation")
+
+
 def record_mode(rec: RowRecord) -> str:
     """stored (one run vs its baseline), repeat (K runs of one image) or paired (A/B)."""
     if rec.get("mode") == "paired":
         return "paired"
-    return "repeat" if len(rec.get("runs") or ()) > 1 else "stored"
+    own = [r for r in rec.get("runs") or () if not is_confirmation(r)]
+    return "repeat" if len(own) > 1 else "stored"
 
 
 def summaries(rec: RowRecord, window: stats.Window = "auto") -> list[stats.RunSummary | None]:
@@ -44,6 +50,7 @@ def runs_from_record(rec: RowRecord, window: stats.Window = "auto") -> list[Run]
     comparison = rec.get("comparison") or {}
     mode = record_mode(rec)
     runs = rec.get("runs") or ()
+    confirmed = {r["role"]: r for r in (rec.get("confirmation") or {}).get("runs") or ()}
     out = []
     for i, (run, s) in enumerate(zip(runs, summaries(rec, window), strict=True)):
         steady = s is not None and s.steady and cause is None
@@ -51,6 +58,13 @@ def runs_from_record(rec: RowRecord, window: stats.Window = "auto") -> list[Run]
         scale = (measured.get("step_time_s") / step) if step and measured else None
         tokens = measured.get("tokens_per_s_per_gpu")
         mfu = (measured.get("mfu") or {}).get(conv)
+        job_id, nodes = _job_id(job), tuple(job.get("nodes") or ())
+        verdict, delta = rec.get("verdict"), comparison.get("delta") if mode != "paired" else None
+        if is_confirmation(run):  # its own job, nodes and verdict
+            own = confirmed.get(str(run["label"]), {})
+            job_id = str(run["job_id"]) if run.get("job_id") else None
+            nodes = tuple(run.get("nodes") or ())
+            verdict, delta = own.get("verdict"), own.get("delta")
         out.append(
             Run(
                 row_id=rec["row_id"],
@@ -61,17 +75,17 @@ def runs_from_record(rec: RowRecord, window: stats.Window = "auto") -> list[Run]
                 step_time_s=step,
                 rel_se=s.rel_se if s is not None and s.steady else None,
                 n_steady=s.n_steady if s is not None else None,
-                job_id=_job_id(job),
+                job_id=job_id,
                 attempt=job.get("attempts"),
                 tokens_per_s_per_gpu=tokens * scale if tokens and scale else None,
                 mfu=mfu * scale if mfu and scale else None,
-                nodes=tuple(job.get("nodes") or ()),
+                nodes=nodes,
                 image=run.get("image"),
                 image_digest=run.get("image_digest"),
                 versions={k: str(v) for k, v in (run.get("versions") or {}).items()},
-                verdict=rec.get("verdict"),
+                verdict=verdict,
                 cause=cause,
-                delta=comparison.get("delta") if mode != "paired" else None,
+                delta=delta,
             )
         )
     if not out and cause is not None:  # a job that never started a launch: keep its cause

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfgate.errors import ConfigError, PerfgateError
+from perfgate.history.nodes import NodeRun
 from perfgate.history.trend import Point
 
 if TYPE_CHECKING:
@@ -326,10 +327,30 @@ class HistoryStore:
         """Every row id with a stored run."""
         return [r["row_id"] for r in self._query("SELECT DISTINCT row_id FROM runs ORDER BY 1")]
 
+    def node_runs(self, cluster: str | None = None) -> list[NodeRun]:
+        """Every steady, undiagnosed run with its nodes, in sessions not forgotten (A/B and
+        repeat runs too: a slow node slows any launch), for perfgate.history.nodes."""
+        rows = self._query(
+            "SELECT r.row_id, r.step_time_s, r.nodes, r.job_id, r.steady, r.cause, s.cluster, "
+            "(SELECT reason FROM exclusions x WHERE x.session_id = s.id ORDER BY x.rowid "
+            "DESC LIMIT 1) AS excluded FROM runs r JOIN sessions s ON s.id = r.session_id "
+            "WHERE r.steady = 1 AND r.cause IS NULL AND r.step_time_s IS NOT NULL "
+            "ORDER BY s.started_at, s.id, r.launch"
+        )
+        return [
+            NodeRun(r["row_id"], r["step_time_s"], tuple(r["nodes"]), r["job_id"])
+            for r in rows
+            if r["nodes"]
+            and r["excluded"] is None
+            and (cluster is None or r["cluster"] in (None, cluster))
+        ]
+
     def points(self, row_id: str, cluster: str | None = None) -> list[Point]:
         """The row's trend: steady, undiagnosed runs of single-image sessions not forgotten.
 
-        A/B sessions are kept but not part of the trend (two images in one job). cluster,
+        A/B sessions are kept but not part of the trend (two images in one job), nor is a run
+        judged UNCONFIRMED (a confirmation on other nodes did not reproduce its slowdown: its
+        nodes, not the row, were slow; the confirmation run stands for the night). cluster,
         when given, keeps runs of that Slurm cluster (and those with none recorded).
         """
         return [
@@ -349,6 +370,7 @@ class HistoryStore:
             and r["step_time_s"]
             and r["cause"] is None
             and r["excluded"] is None
+            and r["verdict"] != "UNCONFIRMED"
             and r["mode"] in ("stored", "repeat")
             and (cluster is None or r["cluster"] in (None, cluster))
         ]

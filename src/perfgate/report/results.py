@@ -21,7 +21,8 @@ from typing import Any
 from perfgate import atomic, catalog, inputs
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.launch.types import JobPlan
-from perfgate.rowrecord import RowRecord
+from perfgate.rowrecord import RowRecord, RunEntry
+from perfgate.runs import RunRecord
 from perfgate.secrets import redact
 from perfgate.stats import json_ready, summarize_run
 from perfgate.verdicts import Evaluation
@@ -106,6 +107,7 @@ def record(
         "notes": list(ev.notes) if ev else [],
         "ab": ev.ab if ev else None,
         "history": ev.history if ev else None,
+        "confirmation": ev.confirmation if ev else None,
     }
     if ev is None:
         return rec
@@ -139,21 +141,13 @@ def record(
         }
     res = ev.result
     if res is not None:
-        for run in res.runs:
-            steps = run.series.steps if run.series is not None else ()
-            rec["runs"].append(
-                {
-                    "label": run.label,
-                    "image": run.image,
-                    "image_digest": run.image_digest,
-                    "versions": dict(run.versions),
-                    "mock_data": run.mock_data,
-                    "log_path": run.log_path,
-                    "format": run.series.format if run.series is not None else None,
-                    "log_interval": run.series.log_interval if run.series is not None else 1,
-                    "steps": [[s.step, s.step_time_s] for s in steps],
-                }
-            )
+        rec["runs"] = [_run_entry(run) for run in res.runs]
+        for i, conf in enumerate(ev.confirmed_by, start=1):
+            for run in conf.result.runs if conf.result is not None else ():
+                entry = _run_entry(run, f"confirmation {i}")
+                entry["job_id"] = conf.result.job_id
+                entry["nodes"] = list(conf.result.nodes)
+                rec["runs"].append(entry)
         rec["job"] = {
             "job_id": res.job_id,
             "state": res.state,
@@ -179,6 +173,21 @@ def record(
             "log_tail": "",
         }
     return rec
+
+
+def _run_entry(run: RunRecord, label: str | None = None) -> RunEntry:
+    steps = run.series.steps if run.series is not None else ()
+    return {
+        "label": label or run.label,
+        "image": run.image,
+        "image_digest": run.image_digest,
+        "versions": dict(run.versions),
+        "mock_data": run.mock_data,
+        "log_path": run.log_path,
+        "format": run.series.format if run.series is not None else None,
+        "log_interval": run.series.log_interval if run.series is not None else 1,
+        "steps": [[s.step, s.step_time_s] for s in steps],
+    }
 
 
 def now() -> str:

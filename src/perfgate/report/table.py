@@ -17,13 +17,14 @@ from perfgate.rowrecord import RowRecord
 from perfgate.verdicts import VERDICTS
 
 # Worst first: what blocks a release, then what needs a look, then what is fine; perfgate.verdicts
-# lists its verdicts in this order (REGRESSION, INFRA, SHIFT, INCONCLUSIVE, NO_BASELINE,
-# IMPROVEMENT, PASS), then the rows that were not judged.
+# lists its verdicts in this order (REGRESSION, INFRA, UNCONFIRMED, SHIFT, INCONCLUSIVE,
+# NO_BASELINE, IMPROVEMENT, PASS), then the rows that were not judged.
 VERDICT_ORDER = (*VERDICTS, "DRY_RUN", "SKIPPED")
 # The colour family of each verdict: red blocks, amber needs a look, blue and green are fine.
 VERDICT_TONE = {
     "REGRESSION": "red",
     "INFRA": "red",
+    "UNCONFIRMED": "amber",
     "SHIFT": "amber",
     "INCONCLUSIVE": "amber",
     "NO_BASELINE": "amber",
@@ -200,6 +201,6 @@ def counts(records: Iterable[Record]) -> Counter:
 
 
 def worst_first(records: Iterable[Record]) -> list[Record]:
-    """Rows in the report's order: REGRESSION, INFRA, SHIFT, INCONCLUSIVE, NO_BASELINE,
-    IMPROVEMENT, PASS; within a verdict the largest slowdown first."""
+    """Rows in the report's order: REGRESSION, INFRA, UNCONFIRMED, SHIFT, INCONCLUSIVE,
+    NO_BASELINE, IMPROVEMENT, PASS; within a verdict the largest slowdown first."""
     return sorted(records, key=order_key)

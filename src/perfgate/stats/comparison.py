@@ -6,6 +6,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from perfgate.stats.dist import t_sf
 from perfgate.stats.noise import ALPHA
 from perfgate.stats.rule import Decision
 from perfgate.stats.run import RunSummary
@@ -41,6 +42,13 @@ class Comparison:
     n_unsteady: int = 0  # runs left out because they never reached a steady state
     window: str = "auto"
     detectable: float = math.nan  # slowdown this comparison flags 95% of the time
+
+    @property
+    def p_slower(self) -> float:
+        """One-sided p-value of "slower than the baseline" (NaN without an estimate)."""
+        if not (math.isfinite(self.delta) and math.isfinite(self.se) and self.se > 0):
+            return math.nan
+        return t_sf(math.log1p(self.delta) / self.se, self.df)
 
     @property
     def n_pairs(self) -> int:

@@ -62,6 +62,14 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t > 0 else tail
 
 
+def t_sf(t: float, df: float) -> float:
+    """P(T > t), exact in the far tail (a p-value of 1e-9 does not round to 0 as 1 - cdf would)."""
+    if math.isinf(df):
+        return NormalDist().cdf(-t)
+    tail = 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))
+    return tail if t > 0 else 1.0 - tail
+
+
 def _t_pdf(t: float, df: float) -> float:
     log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
     return math.exp(log_c - (df + 1) / 2 * math.log1p(t * t / df))

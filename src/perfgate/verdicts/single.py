@@ -29,8 +29,11 @@ from perfgate.verdicts import nightly
 PASS, REGRESSION, IMPROVEMENT, INCONCLUSIVE = "PASS", "REGRESSION", "IMPROVEMENT", "INCONCLUSIVE"
 NO_BASELINE, INFRA = "NO_BASELINE", "INFRA"
 SHIFT = trend.SHIFT  # a persistent step in the row's history, real but within tolerance
-VERDICTS = (REGRESSION, INFRA, SHIFT, INCONCLUSIVE, NO_BASELINE, IMPROVEMENT, PASS)
-WARN = (SHIFT, INCONCLUSIVE, NO_BASELINE)  # pass with a warning; --strict fails them
+# A one-launch REGRESSION that a confirmation on other nodes did not reproduce: the first
+# run's nodes are suspect (perfgate.verdicts.confirm).
+UNCONFIRMED = "UNCONFIRMED"
+VERDICTS = (REGRESSION, INFRA, UNCONFIRMED, SHIFT, INCONCLUSIVE, NO_BASELINE, IMPROVEMENT, PASS)
+WARN = (UNCONFIRMED, SHIFT, INCONCLUSIVE, NO_BASELINE)  # pass with a warning; --strict fails
 DEFAULT_TOLERANCE = stats.DEFAULT_TOLERANCE  # when neither the row nor --tolerance sets one
 CONVENTIONS = ("nemo2", "megatron")
 
@@ -77,6 +80,10 @@ class Evaluation:
     # The row's history behind the verdict: noise learned, change points, a step the baseline
     # missed (JSON-ready; perfgate.verdicts.nightly builds it, results.json keeps it).
     history: dict[str, Any] | None = None
+    # One-run modes: the confirmation runs on other nodes and what they showed (JSON-ready;
+    # perfgate.verdicts.confirm builds it, results.json keeps it), and their evaluations.
+    confirmation: dict[str, Any] | None = None
+    confirmed_by: tuple[Evaluation, ...] = ()
 
     @property
     def delta(self) -> float | None:

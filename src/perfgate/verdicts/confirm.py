@@ -1,0 +1,146 @@
+"""A one-run REGRESSION confirmed, or not, by another launch of the row on other nodes.
+
+On a real cluster most false REGRESSIONs of a nightly are one launch whose nodes were slow
+(a throttling GPU, a bad link): the same row run again on other nodes tells that apart from a
+slower container. The rule (README "The nightly gate"):
+
+    first run REGRESSION, confirmation REGRESSION      -> REGRESSION (reproduced elsewhere)
+    first run REGRESSION, confirmation PASS/SHIFT/...  -> UNCONFIRMED: passes with a warning
+                                                          naming the first run's nodes
+    first run REGRESSION, confirmation INCONCLUSIVE    -> INCONCLUSIVE (neither reproduced
+                                                          nor contradicted)
+    first run REGRESSION, confirmation INFRA           -> REGRESSION stands, with the cause
+    first run INCONCLUSIVE leaning slow (an option)    -> both runs judged together
+
+The confirmation is judged exactly as the first run is (same baseline, same history, the
+same rule), with its run in place of the first: a row that is really slower stays slower.
+With several confirmations (--confirm N) every one must reproduce the REGRESSION.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from perfgate.runs import RunResult
+from perfgate.verdicts.single import (
+    INCONCLUSIVE,
+    INFRA,
+    REGRESSION,
+    UNCONFIRMED,
+    Evaluation,
+)
+
+SUSPECTS_SHOWN = 8  # nodes named in a message (all of them are in results.json)
+
+
+def wants_confirmation(ev: Evaluation, inconclusive: bool = False) -> str | None:
+    """Why this row's verdict needs a confirmation run, or None (one-run modes only)."""
+    if ev.mode not in ("stored", "history") or ev.comparison is None:
+        return None
+    if ev.verdict == REGRESSION:
+        return "REGRESSION on one launch"
+    delta = ev.comparison.delta
+    if inconclusive and ev.verdict == INCONCLUSIVE and math.isfinite(delta) and delta > 0:
+        return f"INCONCLUSIVE leaning slow ({delta:+.1%})"
+    return None
+
+
+def _nodes(res: RunResult | None) -> list[str]:
+    return list(res.nodes) if res is not None else []
+
+
+def _job(ev: Evaluation) -> str:
+    res = ev.result
+    job = f"job {res.job_id}" if res is not None and res.job_id else "a launch"
+    nodes = _nodes(res)
+    shown = ",".join(nodes[:SUSPECTS_SHOWN]) + (",..." if len(nodes) > SUSPECTS_SHOWN else "")
+    return f"{job} on {shown}" if nodes else job
+
+
+def _delta(ev: Evaluation) -> str:
+    d = ev.delta
+    return f"{d:+.1%}" if d is not None and math.isfinite(d) else "no delta"
+
+
+def _run_dict(ev: Evaluation, role: str) -> dict[str, Any]:
+    res = ev.result
+    d = ev.delta
+    return {
+        "role": role,
+        "verdict": ev.verdict,
+        "delta": d if d is not None and math.isfinite(d) else None,
+        "step_time_s": ev.measured.step_time_s if ev.measured is not None else None,
+        "job_id": res.job_id if res is not None else None,
+        "nodes": _nodes(res),
+        "cause": ev.cause,
+    }
+
+
+def suspects(first: Evaluation, confirmations: Sequence[Evaluation]) -> list[str]:
+    """The first run's nodes that no confirmation ran on (all of them when they are disjoint)."""
+    elsewhere = {n for c in confirmations for n in _nodes(c.result)}
+    return [n for n in _nodes(first.result) if n not in elsewhere]
+
+
+def combine(
+    first: Evaluation,
+    confirmations: Sequence[Evaluation],
+    *,
+    same_nodes_note: str | None = None,
+    excluded: Sequence[str] = (),
+) -> Evaluation:
+    """The row's verdict from its first run and its confirmation runs (see the module doc).
+
+    same_nodes_note: why the confirmations could not run on other nodes (local executor).
+    excluded: the nodes the confirmations were kept off.
+    """
+    if not confirmations:
+        return first
+    info: dict[str, Any] = {
+        "runs": [_run_dict(first, "first")]
+        + [_run_dict(c, f"confirmation {i + 1}") for i, c in enumerate(confirmations)],
+        "excluded": list(excluded),
+        "suspect_nodes": [],
+        "note": same_nodes_note,
+    }
+    where = "on the same node" if same_nodes_note else "on other nodes"
+    failed = [c for c in confirmations if c.verdict == INFRA]
+    judged = [c for c in confirmations if c.verdict != INFRA]
+    notes = list(first.notes)
+    if same_nodes_note:
+        notes.append(same_nodes_note)
+    if failed:
+        notes.append(
+            "confirmation "
+            + "; ".join(f"{_job(c)} failed ({c.cause})" for c in failed)
+            + ": the first run's verdict stands"
+        )
+    keep = {"confirmation": info, "confirmed_by": tuple(confirmations), "notes": tuple(notes)}
+    if not judged:
+        return replace(first, **keep)
+    if all(c.verdict == REGRESSION for c in judged):
+        shown = ", ".join(f"{_delta(c)} ({_job(c)})" for c in judged)
+        return replace(first, message=f"{first.message}; reproduced {where}: {shown}", **keep)
+    contra = next(c for c in judged if c.verdict != REGRESSION)
+    if contra.verdict == INCONCLUSIVE:
+        verdict, what = INCONCLUSIVE, "neither reproduced nor contradicted it"
+    else:
+        verdict, what = UNCONFIRMED, f"measured {_delta(contra)} ({contra.verdict})"
+        if not same_nodes_note:
+            info["suspect_nodes"] = suspects(first, judged)
+    named = info["suspect_nodes"]
+    blame = ""
+    if named:
+        listed = ", ".join(named[:SUSPECTS_SHOWN]) + (" ..." if len(named) > SUSPECTS_SHOWN else "")
+        blame = f": suspect nodes {listed}"
+    message = (
+        f"{first.row.id}: {verdict}: the first run was {_delta(first)} slower than the baseline "
+        f"({first.verdict}, {_job(first)}) but a confirmation {where} {what} "
+        f"({_job(contra)}){blame}"
+    )
+    # The row keeps its first run's numbers (what the report plots as tonight's run); the
+    # confirmation's are in `confirmed_by` and results.json's runs.
+    return replace(first, verdict=verdict, message=message, **keep)

@@ -1,0 +1,160 @@
+"""A one-launch REGRESSION confirmed or contradicted by a launch on other nodes
+(perfgate.verdicts.confirm), on a real 8-GPU B200 series (Megatron-Bridge, NeMo 26.02)."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import replace
+
+import pytest
+
+from perfgate import verdicts
+from perfgate.catalog import Baseline, BaselineRun, Provenance, Row
+from perfgate.logs import Step, StepSeries
+from perfgate.runs import Diagnosis, RunRecord, RunResult
+from perfgate.verdicts.confirm import combine, suspects, wants_confirmation
+
+SERIES = "third_party_logs/together_b200_llama3.1_8b_bf16_gbs128_nemo2602.csv"
+
+
+@pytest.fixture(scope="module")
+def steps(reference) -> list[float]:
+    with open(reference / SERIES) as f:
+        rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
+    return [float(r["iteration_time_s"]) for r in rows]
+
+
+@pytest.fixture(scope="module")
+def row(steps) -> Row:
+    from perfgate.stats import summarize_run
+
+    median = summarize_run(steps).median_s
+    base = Baseline(
+        median,
+        Provenance("perfgate run", date="2026-03-01"),
+        n_runs=3,
+        runs=tuple(BaselineRun(median * f, 0.001, job_id=f"b{i}") for i, f in
+                   enumerate((0.997, 1.0, 1.003))),
+        tolerance=0.05,
+    )  # fmt: skip
+    return Row(
+        id="pretrain-llama31_8b-b200-bf16-8gpu-tp1",
+        task="pretrain",
+        model="llama3_8b",
+        gpu="b200",
+        precision="bf16",
+        num_gpus=8,
+        gpus_per_node=8,
+        gbs=128,
+        mbs=2,
+        seq_len=8192,
+        baseline=base,
+    )
+
+
+def result(steps: list[float], factor: float, job: str, nodes: tuple[str, ...]) -> RunResult:
+    series = StepSeries("megatron", tuple(Step(i, t * factor) for i, t in enumerate(steps)))
+    run = RunRecord(image="nemo:26.02", label="baseline", series=series)
+    return RunResult("r", job, "COMPLETED", runs=(run,), nodes=nodes)
+
+
+def judge(row: Row, steps: list[float], factor: float, job: str, nodes: tuple[str, ...]):
+    return verdicts.evaluate(row, result(steps, factor, job, nodes), source="live")
+
+
+def test_a_slow_first_run_on_slow_nodes_is_unconfirmed_and_names_them(row, steps) -> None:
+    first = judge(row, steps, 1.045, "101", ("n17", "n18"))
+    assert first.verdict == "REGRESSION"
+    assert wants_confirmation(first) == "REGRESSION on one launch"
+    again = judge(row, steps, 1.002, "102", ("n40", "n41"))
+    ev = combine(first, [again], excluded=["n17", "n18"])
+    assert ev.verdict == "UNCONFIRMED" and ev.verdict in verdicts.WARN
+    assert ev.message.startswith(f"{row.id}: UNCONFIRMED: the first run was +4.")
+    assert "job 101 on n17,n18" in ev.message and "job 102 on n40,n41" in ev.message
+    assert ev.message.endswith("suspect nodes n17, n18")
+    assert ev.measured == first.measured  # tonight's numbers stay the first run's
+    info = ev.confirmation
+    assert info["suspect_nodes"] == ["n17", "n18"] and info["excluded"] == ["n17", "n18"]
+    assert [r["role"] for r in info["runs"]] == ["first", "confirmation 1"]
+    assert info["runs"][1]["verdict"] == "PASS" and info["runs"][1]["nodes"] == ["n40", "n41"]
+    assert ev.confirmed_by == (again,)
+
+
+def test_a_real_slowdown_is_reproduced_and_stays_a_regression(row, steps) -> None:
+    first = judge(row, steps, 1.06, "201", ("n1",))
+    again = judge(row, steps, 1.058, "202", ("n2",))
+    ev = combine(first, [again])
+    assert ev.verdict == "REGRESSION"
+    assert ev.message.startswith(first.message)
+    assert ev.message.endswith("; reproduced on other nodes: +5.8% (job 202 on n2)")
+
+
+def test_every_confirmation_must_reproduce_it(row, steps) -> None:
+    first = judge(row, steps, 1.06, "301", ("n1",))
+    yes = judge(row, steps, 1.06, "302", ("n2",))
+    no = judge(row, steps, 1.0, "303", ("n3",))
+    assert combine(first, [yes, no]).verdict == "UNCONFIRMED"
+    assert suspects(first, [yes, no]) == ["n1"]
+
+
+def test_a_confirmation_that_cannot_tell_is_inconclusive(row, steps) -> None:
+    first = judge(row, steps, 1.06, "401", ("n1",))
+    noisy = replace(judge(row, steps, 1.03, "402", ("n2",)), verdict="INCONCLUSIVE")
+    ev = combine(first, [noisy])
+    assert ev.verdict == "INCONCLUSIVE"
+    assert "neither reproduced nor contradicted it" in ev.message
+    assert ev.confirmation["suspect_nodes"] == []
+
+
+def test_a_failed_confirmation_leaves_the_regression_standing(row, steps) -> None:
+    first = judge(row, steps, 1.06, "501", ("n1",))
+    broken = RunResult("r", "502", "FAILED", nodes=("n2",), diagnosis=Diagnosis("NCCL", "x"))
+    failed = verdicts.evaluate(row, broken, source="live")
+    ev = combine(first, [failed])
+    assert ev.verdict == "REGRESSION" and ev.message == first.message
+    assert any("job 502 on n2 failed (NCCL)" in n for n in ev.notes)
+
+
+def test_the_local_executor_says_it_had_no_other_nodes(row, steps) -> None:
+    first = judge(row, steps, 1.045, "601", ("gpu-box",))
+    again = judge(row, steps, 1.0, "602", ("gpu-box",))
+    note = "local executor: the confirmation ran on the same node (no other nodes)"
+    ev = combine(first, [again], same_nodes_note=note)
+    assert ev.verdict == "UNCONFIRMED" and "a confirmation on the same node" in ev.message
+    assert "suspect" not in ev.message and note in ev.notes
+
+
+def test_only_one_run_verdicts_ask_for_a_confirmation(row, steps) -> None:
+    ok = judge(row, steps, 1.0, "701", ("n1",))
+    assert wants_confirmation(ok) is None
+    leaning = replace(judge(row, steps, 1.03, "702", ("n1",)), verdict="INCONCLUSIVE")
+    assert wants_confirmation(leaning) is None
+    assert wants_confirmation(leaning, inconclusive=True).startswith("INCONCLUSIVE leaning slow")
+    paired = replace(judge(row, steps, 1.06, "703", ("n1",)), mode="paired")
+    assert wants_confirmation(paired) is None  # A/B pairs already share their nodes
+
+
+def test_results_and_history_keep_both_runs_with_their_own_jobs_and_nodes(
+    row, steps, tmp_path
+) -> None:
+    from perfgate.history.records import record_mode, runs_from_record
+    from perfgate.history.store import HistoryStore, Session
+    from perfgate.report import results
+
+    first = judge(row, steps, 1.045, "101", ("n17", "n18"))
+    ev = combine(first, [judge(row, steps, 1.0, "102", ("n40", "n41"))], excluded=["n17", "n18"])
+    rec = results.record(ev, row, nodeid="t", outcome="passed", repro="r", source="live")
+    assert [r["label"] for r in rec["runs"]] == ["baseline", "confirmation 1"]
+    assert rec["runs"][1]["job_id"] == "102" and rec["runs"][1]["nodes"] == ["n40", "n41"]
+    assert rec["confirmation"]["suspect_nodes"] == ["n17", "n18"]
+    assert record_mode(rec) == "stored"  # a confirmation does not make it a --repeat row
+    runs = runs_from_record(rec)
+    assert [(r.job_id, r.nodes, r.verdict) for r in runs] == [
+        ("101", ("n17", "n18"), "UNCONFIRMED"),
+        ("102", ("n40", "n41"), "PASS"),
+    ]
+    store = HistoryStore(tmp_path / "h.sqlite")
+    store.add_runs(store.start_session(Session("live")), runs)
+    # the night's trend point is the confirmation: the first run's nodes were slow, not the row
+    assert [p.job_id for p in store.points(row.id)] == ["102"]
+    assert len(store.node_runs()) == 2  # both are evidence about their nodes
