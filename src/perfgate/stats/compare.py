@@ -66,6 +66,7 @@ from perfgate.stats.noise import (
     DEFAULT_RUN_TO_RUN_CV,
     DEFAULT_TOLERANCE,
     baseline_noise,
+    baseline_within,
     check_prior,
 )
 from perfgate.stats.rule import (
@@ -332,7 +333,10 @@ def compare_to_baseline(
         df_obs += history[1]
     observed = math.sqrt(ss / df_obs) if df_obs else None
     sigma, df = pooled(prior[0], prior[1], observed, df_obs)
-    within = sum(r.rel_se**2 for r in c_ok) / k**2
+    # Within-run error of both sides' medians: the candidate runs', and the baseline's runs'
+    # as stored with it (a 1-run baseline of a 3%-CV row carries ~0.4%: as much as the
+    # production prior's whole run-to-run sigma).
+    within = sum(r.rel_se**2 for r in c_ok) / k**2 + baseline_within(baseline)
     se = unpaired_se(sigma, k, n_base, within)
 
     def advice() -> str:

@@ -104,3 +104,16 @@ def baseline_noise(baseline: Baseline) -> tuple[float, float]:
     if n >= 2 and spread is not None and math.isfinite(spread) and spread >= 0:
         return (n - 1) * (spread / ref) ** 2, n - 1
     return 0.0, 0
+
+
+def baseline_within(baseline: Baseline) -> float:
+    """Squared relative SE of the baseline's step time from its runs' within-run errors.
+
+    The baseline is the geometric mean of its runs' medians, each known to its own rel_se;
+    0 when the runs do not say (a published number, a baseline stored before perfgate kept
+    them). Runs without an rel_se count as exact, which understates, never overstates.
+    """
+    runs = baseline.runs
+    if not runs:
+        return 0.0
+    return math.fsum((r.rel_se or 0.0) ** 2 for r in runs) / len(runs) ** 2
