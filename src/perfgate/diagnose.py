@@ -23,6 +23,7 @@ from perfgate.secrets import redact
 TAIL_LINES = 60
 MAX_EVIDENCE = 400
 READ_BYTES = 512 * 1024  # NCCL INFO floods make logs huge: the end is what matters
+MAX_EXCEPTION_LINE = 4096
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,21 @@ class Pattern:
     message: str
 
 
+def _line_re(regex: str, flags: int = 0) -> re.Pattern[str]:
+    """A pattern that finds its text anywhere in a line, in linear time.
+
+    The wordings below are written as whole lines (`.*CUDA out of memory.*`); searched with a
+    leading `.*` every start position rescans the rest of the line, so one 100 kB line without
+    a newline cost minutes. The `.*` ends add nothing to a search: they are dropped here.
+    """
+    regex = regex.removeprefix(".*")
+    if regex.endswith(".*") and not regex.endswith("\\.*"):
+        regex = regex[:-2]
+    return re.compile(regex, flags)
+
+
 def _p(cause: str, regex: str, message: str, flags: int = 0) -> Pattern:
-    return Pattern(cause, re.compile(regex, flags), message)
+    return Pattern(cause, _line_re(regex, flags), message)
 
 
 # Order matters: a CUDA OOM on one rank makes the others fail in NCCL, so OOM comes first;
@@ -85,8 +99,8 @@ LOG_PATTERNS: tuple[Pattern, ...] = (
     _p("NAN", r".*found NaN in local grad norm.*", "NaN grad norm"),
     _p("NAN", r".*\bgrad[ _]norm\s*[:=]\s*nan\b.*", "NaN grad norm", re.IGNORECASE),
 )
-HOST_OOM = re.compile(r".*Detected \d+ oom[-_]kill event.*")
-SLURM_KILL = re.compile(r".*\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+(?P<why>.*)\*\*\*.*")
+HOST_OOM = _line_re(r".*Detected \d+ oom[-_]kill event.*")
+SLURM_KILL = _line_re(r".*\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+(?P<why>.*)\*\*\*.*")
 TRACEBACK = "Traceback (most recent call last):"
 EXCEPTION = re.compile(
     r"^(?:\S+: |\[rank\d+\]: ?|\[default\d+\]: ?)?"
@@ -97,7 +111,7 @@ SRUN_TASK_EXIT = re.compile(r"srun: error: (\S+): tasks? ([\d,-]+): (Exited with
 
 # srun's own report of the node that failed; slurmstepd's `*** JOB 4 ON n1 CANCELLED ... DUE
 # TO NODE FAILURE ***` names the batch host, which is usually a healthy node.
-NODE_FAILURE = re.compile(r".*srun: error: Node failure on (?P<node>\S+).*")
+NODE_FAILURE = _line_re(r".*srun: error: Node failure on (?P<node>\S+).*")
 
 SLURM_CAUSES = {
     "CANCELLED": ("CANCELLED", "the job was cancelled"),
@@ -171,17 +185,19 @@ def find_exception(logs: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
             if TRACEBACK not in line:
                 continue
             for follow in lines[i + 1 : i + 400]:
-                m = EXCEPTION.match(follow.strip())
+                # An exception's line is short; a long one (a tensor's repr) is cut before the
+                # match, whose nested name groups would backtrack quadratically on it.
+                m = EXCEPTION.match(follow.strip()[:MAX_EXCEPTION_LINE])
                 if m:
                     return m.group("line"), name
     return None
 
 
 def find_line(logs: Sequence[tuple[str, str]], regex: re.Pattern[str]) -> tuple[str, str] | None:
-    """(line, log name) of the first line matching regex."""
+    """(line, log name) of the first line in which regex is found."""
     for name, text in logs:
         for line in text.splitlines():
-            if regex.match(line):
+            if regex.search(line):
                 return line, name
     return None
 
@@ -217,7 +233,7 @@ def diagnose(
             cause, msg = "TIMEOUT", "the job hit its time limit"
         down = find_line(logs, NODE_FAILURE) if cause == "NODE_FAIL" else None
         if down:
-            node = NODE_FAILURE.match(down[0]).group("node")  # type: ignore[union-attr]
+            node = NODE_FAILURE.search(down[0]).group("node")  # type: ignore[union-attr]
             return make(cause, f"node {node} of the allocation failed", down[0], down[1])
         return make(cause, msg, kill[0] if kill else None, kill[1] if kill else None)
     # A launch that exited 0 with its steps done cannot have died of OOM/NCCL/container

@@ -252,3 +252,15 @@ def test_a_corrupt_squashfs_names_the_image_pyxis_could_not_unpack():
 def test_podman_enroot_and_apptainer_failures_are_container_errors(line, message):
     d = diagnose("FAILED", 1, [("rank-0.log", line + "\n")])
     assert d.cause == "CONTAINER" and d.message.startswith(message) and d.evidence == line
+
+
+def test_a_100kb_line_without_newline_is_searched_in_linear_time():
+    import time
+
+    long = "x" * 100_000
+    text = f"{long}\nRuntimeError: CUDA out of memory. Tried to allocate 2 GiB\n{long}\n"
+    text += "Traceback (most recent call last):\n" + "Error" * 20_000 + "\n"
+    start = time.process_time()
+    d = diagnose("FAILED", 1, [("rank-0.log", text)])
+    assert d.cause == "OOM" and d.evidence.startswith("RuntimeError: CUDA out of memory")
+    assert time.process_time() - start < 2.0  # was ~4 minutes (quadratic `.*X.*` searches)

@@ -100,3 +100,24 @@ def test_off_scale_values_are_written_above_the_plot_not_over_the_markers(refere
     assert note.text.startswith("off the scale (▲▼): step 0 43.82 s")
     top = min(float(m.get("y")) for m in marks) - 10  # a 10px marker's top
     assert float(note.get("y")) < top
+
+
+def test_nan_inf_and_huge_steps_are_named_not_drawn_and_never_hang():
+    import math
+
+    pts = [(0, math.nan), (1, 2.0), (2, math.inf), (3, 2.1), (4, 1e300), (5, 2.05)]
+    svg = step_time_svg([Trace("run", pts)], "r", window=(1, 5), median_s=math.nan)
+    root = ET.fromstring(svg)
+    (poly,) = root.iter(f"{NS}polyline")
+    assert len(poly.get("points").split()) == 3  # the three finite step times
+    note = next(t for t in root.iter(f"{NS}text") if t.get("class") == "off-scale").text
+    assert note == "not a step time: step 0 nan, step 2 inf, step 4 1e+300"
+    empty = step_time_svg([Trace("run", [(0, math.nan)])], "r")
+    assert "no finite step times" in empty
+
+
+def test_a_results_record_with_null_step_times_renders():
+    from perfgate.report.plot import svg_for_record
+
+    rec = {"row_id": "r", "runs": [{"label": "baseline", "steps": [[0, None], [1, 2.0]]}]}
+    assert "not a step time: step 0 nan" in svg_for_record(rec)

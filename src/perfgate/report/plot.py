@@ -10,8 +10,9 @@ the SVG to the width of the page (viewBox).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html import escape
 
 from perfgate.report import format as fmt
@@ -51,8 +52,8 @@ class Mark:
 
 def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     span = hi - lo
-    if span <= 0:
-        return [lo]
+    if not (math.isfinite(span) and span > 0) or span < 1e-300:
+        return [lo] if math.isfinite(lo) else []
     raw = span / n
     mag = 10 ** _floor_log10(raw)
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
@@ -66,12 +67,11 @@ def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 
 
 def _floor_log10(x: float) -> int:
-    e = 0
-    while x >= 10:
-        x /= 10
+    """floor(log10(x)) of a finite x > 0, exact at powers of ten (log10 may round below)."""
+    e = math.floor(math.log10(x))
+    if 10.0 ** (e + 1) <= x:
         e += 1
-    while x < 1:
-        x *= 10
+    elif 10.0**e > x:
         e -= 1
     return e
 
@@ -92,10 +92,15 @@ def step_time_svg(
     marks: Sequence[Mark] = (),
 ) -> str:
     """The SVG document (text) of the step-time plot (a history's trend: one point per run,
-    x_label naming the runs, marks at its change points)."""
+    x_label naming the runs, marks at its change points). Steps that are not a finite time
+    (NaN, inf, <= 0: a broken run) are named above the plot, never drawn or scaled to."""
+    unplottable = [(i, s) for t in traces for i, s in t.points if not _plottable(s)]
+    traces = [replace(t, points=[(i, s) for i, s in t.points if _plottable(s)]) for t in traces]
     pts = [p for t in traces for p in t.points]
     if not pts:
-        return _empty(title)
+        return _empty(title, "no finite step times" if unplottable else "no step times recorded")
+    median_s, baseline_s = (v if v is not None and _plottable(v) else None
+                            for v in (median_s, baseline_s))  # fmt: skip
     steady = [s for t in traces for (i, s) in t.points if window and window[0] <= i <= window[1]]
     core = steady or [s for _, s in pts]
     extra = [v for v in (median_s, baseline_s) if v is not None]
@@ -192,8 +197,15 @@ def step_time_svg(
         f'<text x="14" y="{TOP + ph / 2:.0f}" text-anchor="middle" '
         f'transform="rotate(-90 14 {TOP + ph / 2:.0f})">step time (s)</text>'
     )
-    if off_scale:  # in the margin above the plot, right-aligned: never over a marker
-        note = _off_scale_note(off_scale)
+    if off_scale or unplottable:  # in the margin above the plot, right-aligned
+        note = "; ".join(
+            x
+            for x in (
+                _off_scale_note(off_scale) if off_scale else "",
+                _unplottable_note(unplottable) if unplottable else "",
+            )
+            if x
+        )
         out.append(
             f'<text class="off-scale" x="{W - RIGHT}" y="{TOP - 8}" text-anchor="end" '
             f'fill="#555">{escape(note)}</text>'
@@ -209,6 +221,16 @@ def step_time_svg(
     out.append(legend)
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _plottable(s: float) -> bool:
+    return math.isfinite(s) and 0 < s < 1e15
+
+
+def _unplottable_note(points: list[tuple[int, float]]) -> str:
+    shown = ", ".join(f"step {i} {s!r}" for i, s in points[:3])
+    more = f" and {len(points) - 3} more" if len(points) > 3 else ""
+    return f"not a step time: {shown}{more}"
 
 
 def _off_scale_note(points: list[tuple[int, float]]) -> str:
@@ -254,13 +276,18 @@ def _legend(
     return "".join(parts), int(y - top + 6)
 
 
-def _empty(title: str) -> str:
+def _empty(title: str, why: str = "no step times recorded") -> str:
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="60" viewBox="0 0 {W} 60" '
         'font-family="sans-serif">'
         f'<text x="10" y="20" font-size="12">{escape(title)}</text>'
-        '<text x="10" y="42" font-size="11">no step times recorded</text></svg>'
+        f'<text x="10" y="42" font-size="11">{escape(why)}</text></svg>'
     )
+
+
+def _time(t: object) -> float:
+    """A step time from results.json: null (a NaN or inf the JSON could not hold) is NaN."""
+    return float(t) if isinstance(t, int | float) else math.nan
 
 
 def svg_for_record(rec: RowRecord) -> str:
@@ -276,7 +303,7 @@ def svg_for_record(rec: RowRecord) -> str:
         label = "measured step time" if len(runs) == 1 else run["label"]
         if len(runs) > 1 and run.get("image"):
             label += f" ({run['image']})"
-        traces.append(Trace(label, [(int(i), float(t)) for i, t in run["steps"]]))
+        traces.append(Trace(label, [(int(i), _time(t)) for i, t in run["steps"]]))
     base = rec.get("baseline") or {}
     return step_time_svg(
         traces,
@@ -299,7 +326,7 @@ def _ab_svg(rec: RowRecord, runs: list[dict], window: tuple | None) -> str:
         traces.append(
             Trace(
                 text,
-                [(int(i), float(t)) for i, t in run["steps"]],
+                [(int(i), _time(t)) for i, t in run["steps"]],
                 color=color.get(label),
                 legend=label not in shown,
             )
