@@ -137,3 +137,52 @@ def test_pairs_follow_the_gates_launch_order(ed: ModuleType) -> None:
     first, top = ed.FIRST_PAIRS, ed.MAX_PAIRS
     assert first == LaunchOptions.pairs == 3 and top == LaunchOptions.max_pairs == 8
     assert ed.README_MODES[0][0] == "ab-3..8" and ("ab-3..8", 8, True) in ed.ADAPTIVE
+
+
+# --- the nightly matrix scenario (scripts/detector_matrix.py) ------------------------------
+
+
+@pytest.fixture(scope="module")
+def dm(ed: ModuleType) -> ModuleType:
+    """scripts/detector_matrix.py, imported by the evaluator."""
+    return sys.modules["detector_matrix"]
+
+
+def test_the_matrix_generator_has_warmup_noise_spikes_and_its_cv(dm: ModuleType) -> None:
+    rng = np.random.default_rng(4)
+    rows = [dm.draw_row(i, rng) for i in range(200)]
+    assert all(0.005 <= r.cv <= 0.03 and 3 <= r.warmup <= 10 for r in rows)
+    assert {r.nodes for r in rows} == {1, 2, 4, 8, 16, 32}
+    m = dm.RowModel(0, 2.0, 400, 1, 0.02, 0.0, 0.0, 5, 0.005)
+    x = np.array(dm.run_steps(m, rng, 1.0))
+    assert x[0] > 3 * 2.0 and abs(float(np.median(x[5:])) - 2.0) < 0.02
+    assert 0.015 < float(np.std(np.log(x[5:]))) < 0.025  # the row's per-step CV (+ drift)
+    spiky = dm.RowModel(0, 2.0, 4000, 1, 0.005, 0.0, 0.02, 3, 0.005)
+    y = np.array(dm.run_steps(spiky, rng, 1.0))[3:]
+    assert 0.01 < float(np.mean(y > 1.4 * 2.0)) < 0.03
+
+
+@pytest.mark.parametrize("model", ["memoryless", "cluster"])
+def test_one_launch_in_twenty_lands_on_a_slow_node(dm: ModuleType, model: str) -> None:
+    rng = np.random.default_rng(8)
+    cluster = dm.Cluster(model, rng)
+    row = dm.RowModel(0, 2.0, 50, 4, 0.01, 0.0, 0.0, 3, 0.005)
+    launches = [cluster.launch(row) for _ in range(20000)]
+    slow = [f for f, _ in launches if f > 1]
+    assert len(slow) / len(launches) == pytest.approx(0.05, abs=0.006)
+    assert all(1.02 <= f <= 1.06 for f in slow)
+    assert all(len(nodes) == 4 for _, nodes in launches)
+    if model == "cluster":  # kept off its slow nodes, a launch is never slow
+        off = set(cluster.slow)
+        assert all(f == 1.0 for f, _ in (cluster.launch(row, off) for _ in range(2000)))
+
+
+def test_a_short_matrix_season_confirms_and_counts(dm: ModuleType) -> None:
+    rng = np.random.default_rng(2)
+    c = dm.season(rng, "memoryless", rows=20, nights=3, confirm=1, fdr=None)
+    assert c["nights"] == 3 and c["row_nights"] == 60
+    assert c["false"] <= c["first_false"]  # confirmation only ever removes REGRESSIONs
+    assert c["confirmations"] >= c["first_false"]  # every first REGRESSION was confirmed
+    assert c["probe:0.08"] == 3 and c["caught:0.08"] >= 2
+    steps = dm.season(rng, "none", rows=10, nights=12, confirm=1, fdr=None, step=True)
+    assert steps["series"] == 10 and 0 <= steps["found"] <= 10
