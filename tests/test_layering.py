@@ -75,9 +75,9 @@ LAZY_OK = (
     "matplotlib",
     "yaml",
     "filelock",
-    "perfgate.workload.nemo2_recipe",  # imports NeMo at its top
-    "perfgate.workload.nemo2_paths",  # imports fiddle, nemo_run and Megatron at its top
-    "perfgate.workload.nemo2_callback",  # imports Lightning at its top
+    "perfgate.workload.nemo2.recipe",  # imports NeMo at its top
+    "perfgate.workload.nemo2.paths",  # imports fiddle, nemo_run and Megatron at its top
+    "perfgate.workload.nemo2.callback",  # imports Lightning at its top
     "perfgate.workload.recording",  # imports torch at its top
 )
 
@@ -287,7 +287,7 @@ NOT_IN_CONTAINERS = ("filelock", "submitit", "pytest", "pytest_html", "pytest_be
     "module",
     [
         "perfgate.workload.dispatch",
-        "perfgate.workload.command",
+        "perfgate.workload.command.job",
         "perfgate.workload.spec",
         "perfgate.workload.validate",
         "perfgate.workload.describe",

@@ -12,8 +12,8 @@ from rowdata import as_row
 from perfgate.errors import ConfigError
 from perfgate.logs import stepfile
 from perfgate.workload import dispatch
-from perfgate.workload.bridge_perf import describe_bridge
-from perfgate.workload.bridge_plan import (
+from perfgate.workload.bridge.perf import describe_bridge
+from perfgate.workload.bridge.plan import (
     normalize_overrides,
     perf_recipe_name,
     planned_settings,

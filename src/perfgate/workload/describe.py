@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from perfgate.catalog.rows import Row
-from perfgate.workload.automodel_config import AutomodelInputs, build_config, to_yaml
-from perfgate.workload.bridge_perf import describe_bridge
-from perfgate.workload.bridge_plan import bridge_env_defaults
+from perfgate.workload.automodel.config import AutomodelInputs, build_config, to_yaml
+from perfgate.workload.bridge.perf import describe_bridge
+from perfgate.workload.bridge.plan import bridge_env_defaults
 from perfgate.workload.env import nvidia_defaults
-from perfgate.workload.nemo2_models import nemo2_model, tp_overlap_config
+from perfgate.workload.nemo2.models import nemo2_model, tp_overlap_config
 from perfgate.workload.overrides import merged_overrides
 from perfgate.workload.validate import nemo_importable
 
@@ -108,7 +108,7 @@ def describe(
     # NeMo loads only here: a login node without it gets the settings above instead.
     from nemo_run.core.serialization.yaml import YamlSerializer
 
-    from perfgate.workload.nemo2_recipe import RecipeInputs, build_recipe, recipe_function
+    from perfgate.workload.nemo2.recipe import RecipeInputs, build_recipe, recipe_function
 
     recipe = build_recipe(row, RecipeInputs(steps=steps, overrides=overrides))
     default = recipe_function(row, RecipeInputs(steps=steps))

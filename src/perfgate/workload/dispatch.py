@@ -31,7 +31,10 @@ from perfgate.workload.runtime import (
 from perfgate.workload.spec import WorkloadSpec
 
 # backend name (a row's `backend`) -> its module here, with run(spec, rank, recorder)
-BACKENDS: dict[str, str] = {name: f"perfgate.workload.{name}" for name in catalog.BACKENDS}
+_PACKAGES = {"megatron_bridge": "bridge"}
+BACKENDS: dict[str, str] = {
+    name: f"perfgate.workload.{_PACKAGES.get(name, name)}.job" for name in catalog.BACKENDS
+}
 
 EXIT_CONFIG = 2  # the spec or the row is wrong: nothing ran
 EXIT_FAILED = 1  # the workload ran and failed

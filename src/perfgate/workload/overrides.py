@@ -14,7 +14,7 @@ setting a field of a callback the recipe lacks adds it when perfgate knows how (
 memory profile, token drop, ...); `trainer.callbacks.X=null` removes the recipe's X.
 Values are JSON (true, 3, 1e-4, "p2p", null, [..]); a
 bare word is a string. This module is pure Python: a login node without NeMo checks paths
-against the snapshot in nemo2_paths.json, which a contract test proves current.
+against the snapshot in nemo2/paths.json, which a contract test proves current.
 """
 
 from __future__ import annotations

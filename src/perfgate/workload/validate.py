@@ -1,7 +1,7 @@
 """Check a row's overrides before anything is submitted, on a login node with or without NeMo.
 
 With NeMo importable the recipe is built for real and every override applied; without it
-the paths are checked against nemo2_paths.json (the snapshot the contract test proves
+the paths are checked against nemo2/paths.json (the snapshot the contract test proves
 current for the pinned NeMo). Values below a config-valued field the snapshot records as
 None cannot be checked there; the job checks them with NeMo before training starts.
 """
@@ -14,10 +14,10 @@ from typing import Any
 
 from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
-from perfgate.workload.automodel_config import AutomodelInputs, build_config
-from perfgate.workload.bridge_plan import check_bridge_overrides
-from perfgate.workload.nemo2_models import nemo2_model
-from perfgate.workload.nemo2_snapshot import load, valid_paths
+from perfgate.workload.automodel.config import AutomodelInputs, build_config
+from perfgate.workload.bridge.plan import check_bridge_overrides
+from perfgate.workload.nemo2.models import nemo2_model
+from perfgate.workload.nemo2.snapshot import load, valid_paths
 from perfgate.workload.overrides import check_against_snapshot, merged_overrides
 
 
@@ -59,7 +59,7 @@ def check_overrides(
     use_nemo = nemo_importable() if use_nemo is None else use_nemo
     if use_nemo:
         # NeMo loads only here: without it the snapshot below does the check.
-        from perfgate.workload.nemo2_recipe import RecipeInputs, build_recipe
+        from perfgate.workload.nemo2.recipe import RecipeInputs, build_recipe
 
         try:
             build_recipe(row, RecipeInputs(overrides=overrides or {}, mock_data=mock_data))

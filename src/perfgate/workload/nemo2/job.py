@@ -15,8 +15,8 @@ from perfgate.errors import ConfigError
 from perfgate.secrets import is_secret
 from perfgate.workload.dispatch import WorkloadFailed
 from perfgate.workload.env import merge_env, nvidia_defaults
-from perfgate.workload.finetune_data import finetune_env
-from perfgate.workload.nemo2_models import nemo2_model
+from perfgate.workload.nemo2.finetune_data import finetune_env
+from perfgate.workload.nemo2.models import nemo2_model
 from perfgate.workload.overrides import merged_overrides
 from perfgate.workload.runtime import RankInfo, Recorder
 from perfgate.workload.spec import WorkloadSpec
@@ -56,8 +56,8 @@ def run(spec: WorkloadSpec, rank: RankInfo, recorder: Recorder | None) -> None:
     # read it when they start.
     import fiddle as fdl
 
-    from perfgate.workload.nemo2_callback import PerfgateStepCallback
-    from perfgate.workload.nemo2_recipe import RecipeInputs, build_recipe
+    from perfgate.workload.nemo2.callback import PerfgateStepCallback
+    from perfgate.workload.nemo2.recipe import RecipeInputs, build_recipe
 
     inputs = RecipeInputs(
         steps=spec.steps,

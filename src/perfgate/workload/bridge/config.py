@@ -2,7 +2,7 @@
 
 Imports Megatron-Bridge (and so transformer_engine) inside the functions only: a login node
 plans these rows without either. The choice of recipe and the settings are planned in
-bridge_plan / bridge_perf (pure Python); here they meet Bridge's objects.
+plan / perf (pure Python); here they meet Bridge's objects.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from typing import Any
 from perfgate import models
 from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
-from perfgate.workload.bridge_perf import (
+from perfgate.workload.bridge.perf import (
     derived_settings,
     fallback_settings,
     pick_perf_recipe,
     stage_layout,
 )
-from perfgate.workload.bridge_plan import (
+from perfgate.workload.bridge.plan import (
     bridge_task,
     normalize_overrides,
     peft_checkpoint,

@@ -22,7 +22,7 @@ from typing import Any
 
 from perfgate import models
 from perfgate.catalog.rows import Row
-from perfgate.workload.bridge_plan import (
+from perfgate.workload.bridge.plan import (
     bridge_model,
     bridge_task,
     normalize_overrides,

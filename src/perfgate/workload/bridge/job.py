@@ -2,7 +2,7 @@
 
 Megatron-Bridge, torch and perfgate.workload.recording (torch) are imported only inside the
 functions that need them: Bridge hard-imports transformer_engine, and a login node plans and
-checks these rows without either. Every rank builds the same config (bridge_config), sets
+checks these rows without either. Every rank builds the same config (bridge.config), sets
 the environment the recipe names (or NVIDIA's defaults) and re-executes itself once so that
 CUDA, NCCL and Transformer Engine see it from the start, then calls Bridge's pretrain() with
 a callback through which rank 0 records each step in steps.json (Bridge >= 0.3 has training
@@ -22,8 +22,8 @@ from typing import Any
 
 from perfgate.errors import ConfigError
 from perfgate.secrets import is_secret
-from perfgate.workload.bridge_config import build_config, find_perf_recipe
-from perfgate.workload.bridge_plan import bridge_env_defaults
+from perfgate.workload.bridge.config import build_config, find_perf_recipe
+from perfgate.workload.bridge.plan import bridge_env_defaults
 from perfgate.workload.dispatch import WorkloadFailed
 from perfgate.workload.env import merge_env
 from perfgate.workload.runtime import RankInfo, Recorder, torch_dist_env

@@ -19,7 +19,7 @@ from typing import Any
 from perfgate import hardware, models
 from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
-from perfgate.workload.automodel_bases import BASES, builtin_base
+from perfgate.workload.automodel.bases import BASES, builtin_base
 from perfgate.workload.overrides import parse_value, suggest
 
 CONFIG_KEY = "config"  # the override naming the base YAML (Automodel repository path)
