@@ -18,7 +18,7 @@ from perfgate.workload.bridge.perf import describe_bridge
 from perfgate.workload.bridge.plan import bridge_env_defaults
 from perfgate.workload.env import nvidia_defaults
 from perfgate.workload.nemo2.models import nemo2_model, tp_overlap_config
-from perfgate.workload.overrides import merged_overrides
+from perfgate.workload.overrides import merged_overrides, normalize_path
 from perfgate.workload.validate import nemo_importable
 
 
@@ -70,7 +70,7 @@ def planned_settings(row: Row, steps: int, overrides: Mapping[str, Any]) -> dict
     if ub:
         out["trainer.callbacks.MegatronCommOverlapCallback.tp_comm_overlap_cfg"] = ub
     out.update(model.settings)
-    out.update(merged_overrides(row.overrides, overrides))
+    out.update(merged_overrides(row.overrides, overrides, normalize_path))
     return out
 
 
@@ -85,7 +85,7 @@ def describe(
     backend = row.backend
     env: dict[str, str] = {}
     if backend == "nemo2":
-        env = nvidia_defaults(row, merged_overrides(row.overrides, overrides))
+        env = nvidia_defaults(row, merged_overrides(row.overrides, overrides, normalize_path))
     elif backend == "megatron_bridge":
         env = bridge_env_defaults(row)
     env_text = "\n".join(f"  {k}={v}" for k, v in sorted({**env, **row.env}.items()))

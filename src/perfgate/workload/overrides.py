@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from perfgate.errors import ConfigError
@@ -97,13 +97,19 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
 
 
 def merged_overrides(
-    row_overrides: Mapping[str, Any], user_overrides: Mapping[str, Any]
+    row_overrides: Mapping[str, Any],
+    user_overrides: Mapping[str, Any],
+    normalize: Callable[[str], str],
 ) -> dict[str, Any]:
-    """The row's overrides, then the user's (later wins), with normalized paths."""
+    """The row's overrides, then the user's (later wins): every backend's one merge rule.
+
+    normalize is the backend's path rule (normalize_path for nemo2); it raises a ConfigError
+    for a path the backend cannot take. Values are parsed as on the command line.
+    """
     out: dict[str, Any] = {}
     for source in (row_overrides, user_overrides):
         for path, value in source.items():
-            out[normalize_path(path)] = parse_value(value)
+            out[normalize(path)] = parse_value(value)
     return out
 
 

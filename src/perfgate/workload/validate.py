@@ -18,7 +18,11 @@ from perfgate.workload.automodel.config import AutomodelInputs, build_config
 from perfgate.workload.bridge.plan import check_bridge_overrides
 from perfgate.workload.nemo2.models import nemo2_model
 from perfgate.workload.nemo2.snapshot import load, valid_paths
-from perfgate.workload.overrides import check_against_snapshot, merged_overrides
+from perfgate.workload.overrides import (
+    check_against_snapshot,
+    merged_overrides,
+    normalize_path,
+)
 
 
 def nemo_importable() -> bool:
@@ -55,7 +59,7 @@ def check_overrides(
         return f"checked against {source}"
     if backend == "megatron_bridge":
         return check_bridge_overrides(row, overrides or {}, origin)
-    merged = merged_overrides(row.overrides, overrides or {})
+    merged = merged_overrides(row.overrides, overrides or {}, normalize_path)
     use_nemo = nemo_importable() if use_nemo is None else use_nemo
     if use_nemo:
         # NeMo loads only here: without it the snapshot below does the check.

@@ -26,14 +26,15 @@ from perfgate.workload.bridge.perf import (
 )
 from perfgate.workload.bridge.plan import (
     bridge_task,
-    normalize_overrides,
     peft_checkpoint,
     planned_settings,
     precision_preset,
     recipe_call,
+    section_path,
     set_attr_path,
 )
 from perfgate.workload.dispatch import WorkloadFailed
+from perfgate.workload.overrides import merged_overrides
 from perfgate.workload.runtime import one_line_error
 
 PERF_PACKAGE = "megatron.bridge.perf_recipes"
@@ -143,7 +144,7 @@ def build_config(
     # SFT on random weights: Bridge's finetune() would load a checkpoint; perfgate trains
     # through pretrain() instead. LoRA loads the base model given (peft_checkpoint).
     cfg.checkpoint.pretrained_checkpoint = pretrained
-    user = normalize_overrides(row.overrides, overrides)
+    user = merged_overrides(row.overrides, overrides, section_path)
     settings = {
         **planned_settings(row, steps),
         **({} if exact else fallback_settings(row)),

@@ -25,12 +25,13 @@ from perfgate.catalog.rows import Row
 from perfgate.workload.bridge.plan import (
     bridge_model,
     bridge_task,
-    normalize_overrides,
     perf_recipe_name,
     planned_settings,
     precision_preset,
     recipe_call,
+    section_path,
 )
+from perfgate.workload.overrides import merged_overrides
 
 PERF_NAME = re.compile(
     r"^(?P<model>\w+?)_(?P<task>pretrain|sft|peft)_(?P<gpus>\d+)gpu_(?P<gpu>[a-z0-9]+)_"
@@ -176,7 +177,7 @@ def describe_bridge(row: Row, steps: int, overrides: Mapping[str, Any]) -> str:
         f"scripts/performance's {extra}; then:",
     ]
     settings = planned_settings(row, steps)
-    settings.update(normalize_overrides(row.overrides, overrides))
+    settings.update(merged_overrides(row.overrides, overrides, section_path))
     settings.update(derived_settings(settings))
     lines += [f"  {k} = {v!r}" for k, v in settings.items()]
     if bridge_task(row) == "peft" and not settings.get("checkpoint.pretrained_checkpoint"):

@@ -17,7 +17,7 @@ from perfgate.workload.dispatch import WorkloadFailed
 from perfgate.workload.env import merge_env, nvidia_defaults
 from perfgate.workload.nemo2.finetune_data import finetune_env
 from perfgate.workload.nemo2.models import nemo2_model
-from perfgate.workload.overrides import merged_overrides
+from perfgate.workload.overrides import merged_overrides, normalize_path
 from perfgate.workload.runtime import RankInfo, Recorder
 from perfgate.workload.spec import WorkloadSpec
 
@@ -31,7 +31,7 @@ def prepare_env(spec: WorkloadSpec, rank: RankInfo) -> dict[str, str]:
     paths and rank variables.
     """
     row = spec.row
-    overrides = merged_overrides(row.overrides, spec.overrides)
+    overrides = merged_overrides(row.overrides, spec.overrides, normalize_path)
     fixed = dict(rank.env())
     if row.task != "pretrain" and not spec.mock_data:
         hf_id = nemo2_model(row.model).hf_id

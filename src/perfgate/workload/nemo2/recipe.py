@@ -39,7 +39,7 @@ from perfgate.workload.nemo2.paths import (
     set_path,
     try_set,
 )
-from perfgate.workload.overrides import merged_overrides
+from perfgate.workload.overrides import merged_overrides, normalize_path
 
 FP8_PLUGINS = {
     "delayed": "bf16_with_fp8_mixed",
@@ -260,7 +260,7 @@ def _set_data(recipe: run.Partial, row: Row, inputs: RecipeInputs) -> None:
 def build_recipe(row: Row, inputs: RecipeInputs | None = None) -> run.Partial:
     """The recipe NVIDIA's scripts would run for this row, plus the row's and user's overrides."""
     inputs = inputs or RecipeInputs()
-    overrides = merged_overrides(row.overrides, inputs.overrides or {})
+    overrides = merged_overrides(row.overrides, inputs.overrides or {}, normalize_path)
     recipe = recipe_function(row, inputs)
     _set_data(recipe, row, inputs)
     _set_layout(recipe, row, inputs.steps)
