@@ -13,9 +13,9 @@ from rowdata import as_row
 from perfgate.errors import ConfigError
 from perfgate.workload.bridge import job as bridge_job
 from perfgate.workload.bridge.config import find_perf_recipe, perf_recipe_names
+from perfgate.workload.bridge.face import describe as describe_bridge
 from perfgate.workload.bridge.perf import (
     derived_settings,
-    describe_bridge,
     fallback_settings,
     pick_perf_recipe,
     stage_layout,

@@ -12,7 +12,7 @@ from rowdata import as_row
 from perfgate.errors import ConfigError
 from perfgate.logs import stepfile
 from perfgate.workload import dispatch
-from perfgate.workload.bridge.perf import describe_bridge
+from perfgate.workload.bridge.face import describe as describe_bridge
 from perfgate.workload.bridge.plan import (
     perf_recipe_name,
     planned_settings,

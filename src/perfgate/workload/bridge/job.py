@@ -23,7 +23,7 @@ from typing import Any
 from perfgate.errors import ConfigError
 from perfgate.secrets import is_secret
 from perfgate.workload.bridge.config import build_config, find_perf_recipe
-from perfgate.workload.bridge.plan import bridge_env_defaults
+from perfgate.workload.bridge.face import env_defaults
 from perfgate.workload.dispatch import WorkloadFailed
 from perfgate.workload.env import merge_env
 from perfgate.workload.runtime import RankInfo, Recorder, torch_dist_env
@@ -129,7 +129,8 @@ def bridge_env(
     spec: WorkloadSpec, rank: RankInfo, recipe_env: Mapping[str, Any] | None
 ) -> dict[str, str]:
     """The rank's environment: recipe's < inherited < row < user < rank."""
-    defaults = {k: str(v) for k, v in (recipe_env or {}).items()} or bridge_env_defaults(spec.row)
+    recipe = {k: str(v) for k, v in (recipe_env or {}).items()}
+    defaults = recipe or env_defaults(spec.row, spec.overrides)
     return merge_env(dict(os.environ), defaults, spec.row.env, spec.env, torch_dist_env(rank))
 
 

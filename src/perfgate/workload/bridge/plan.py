@@ -19,7 +19,6 @@ from typing import Any
 from perfgate import models
 from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
-from perfgate.workload.env import nvidia_defaults
 from perfgate.workload.overrides import merged_overrides, suggest
 
 
@@ -270,22 +269,3 @@ def _field_names(obj: Any) -> set[str]:
     for cls in type(obj).__mro__:
         names |= {k for k, v in vars(cls).items() if isinstance(v, property) and v.fset}
     return names
-
-
-def check_bridge_overrides(row: Row, overrides: Mapping[str, Any], origin: str) -> str:
-    """Check what a login node can: model mapping, precision, task, override sections."""
-    try:
-        recipe_call(row)
-        precision_preset(row)
-        merged_overrides(row.overrides, overrides, section_path)
-    except ConfigError as e:
-        raise ConfigError(f"{origin}: {e}") from None
-    return (
-        "checked the recipe mapping and override sections; fields below a section are checked "
-        "in the job against the installed Megatron-Bridge"
-    )
-
-
-def bridge_env_defaults(row: Row) -> dict[str, str]:
-    """NVIDIA's performance environment for the row where Bridge's recipe names none (< 0.6)."""
-    return nvidia_defaults(row, {})
