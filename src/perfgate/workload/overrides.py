@@ -15,6 +15,10 @@ memory profile, token drop, ...); `trainer.callbacks.X=null` removes the recipe'
 Values are JSON (true, 3, 1e-4, "p2p", null, [..]); a
 bare word is a string. This module is pure Python: a login node without NeMo checks paths
 against the snapshot in nemo2/paths.json, which a contract test proves current.
+
+The rule above is nemo2's; it stays here because the backend-neutral --override parser
+normalizes every path nemo2 could take. merged_overrides is every backend's one merge rule:
+the row's overrides, then the user's, each path by the backend's own path rule.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Every rank writes the row's config (see automodel.config) and runs
 `python -m nemo_automodel.recipes.llm.benchmark --config X.yaml`, as Automodel's docs run
 it under torchrun; srun starts the ranks here, so perfgate supplies torchrun's variables.
 Rank 0 tees the log and records steps from its `Max iter time` lines through perfgate.logs,
-live, with the command backend's machinery; Automodel's own JSON summary lands beside it.
+live, as the command backend does (workload/child.py); Automodel's own JSON summary lands beside it.
 """
 
 from __future__ import annotations
