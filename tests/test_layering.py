@@ -6,8 +6,11 @@ Layers, lowest first; a module imports only from its own layer or below, with no
     <-  verdicts  <-  launch report workload  <-  suite  <-  cli
 
 workload/ runs inside the container with the standard library and NeMo only: it imports just
-the modules in WORKLOAD_MAY_IMPORT and itself. A function-level import is allowed only for
-the heavy or optional dependencies in LAZY_OK (and must say why in a comment).
+the modules in WORKLOAD_MAY_IMPORT and itself. Each backend is a package of workload/ (nemo2/,
+bridge/, ...): it imports the shared workload modules and its own package, never another
+backend's; the shared modules import no backend package (they reach a backend through the
+table, workload/backends.py, which imports its face by name). A function-level import is
+allowed only for the heavy or optional dependencies in LAZY_OK (and must say why in a comment).
 """
 
 from __future__ import annotations
@@ -76,9 +79,9 @@ LAZY_OK = (
     "matplotlib",
     "yaml",
     "filelock",
-    "perfgate.workload.nemo2_recipe",  # imports NeMo at its top
-    "perfgate.workload.nemo2_paths",  # imports fiddle, nemo_run and Megatron at its top
-    "perfgate.workload.nemo2_callback",  # imports Lightning at its top
+    "perfgate.workload.nemo2.recipe",  # imports NeMo at its top
+    "perfgate.workload.nemo2.paths",  # imports fiddle, nemo_run and Megatron at its top
+    "perfgate.workload.nemo2.callback",  # imports Lightning at its top
     "perfgate.workload.recording",  # imports torch at its top
 )
 
@@ -241,6 +244,33 @@ def test_only_the_suite_and_the_report_import_pytest() -> None:
     assert pytest_escapes(all_imports()) == []
 
 
+def backend_packages() -> list[str]:
+    """Every package of perfgate.workload: each is one backend."""
+    root = PACKAGE / "workload"
+    return sorted(
+        f"perfgate.workload.{d.name}" for d in root.iterdir() if (d / "__init__.py").exists()
+    )
+
+
+def _package_of(module: str, packages: list[str]) -> str | None:
+    return next((p for p in packages if module == p or module.startswith(p + ".")), None)
+
+
+def backend_crossings(imports: list[Import], packages: list[str]) -> list[str]:
+    """Imports of a backend package from another backend's package or from a shared module."""
+    bad = []
+    for i in imports:
+        if not i.module.startswith("perfgate.workload"):
+            continue
+        target = _package_of(i.target, packages)
+        source = _package_of(i.module, packages)
+        if target is None or source == target:
+            continue
+        where = f"backend {source}" if source else "a shared workload module"
+        bad.append(f"{i.module}:{i.line} imports {i.target} ({where})")
+    return bad
+
+
 def test_every_module_has_a_layer() -> None:
     for module in modules():
         layer_of(module)
@@ -262,6 +292,12 @@ def test_function_level_imports_only_for_heavy_or_optional_dependencies() -> Non
     assert lazy_imports(all_imports()) == []
 
 
+def test_a_backend_imports_no_other_backend_and_shared_modules_no_backend() -> None:
+    packages = backend_packages()
+    assert {"perfgate.workload.nemo2", "perfgate.workload.bridge"} <= set(packages)
+    assert backend_crossings(all_imports(), packages) == []
+
+
 def test_the_rules_catch_what_they_forbid() -> None:
     """The checks above would fail: synthetic imports break each rule once."""
     fake = [
@@ -270,7 +306,10 @@ def test_the_rules_catch_what_they_forbid() -> None:
         Import("perfgate.logs.scan", "perfgate.logs.series", 3, False),  # ... of two
         Import("perfgate.workload.spec", "perfgate.launch.planning", 4, False),  # container
         Import("perfgate.suite.state", "perfgate.launch", 5, True),  # function-level
-        Import("perfgate.verdicts.single", "pytest", 6, False),  # pytest outside the suite
+        Import("perfgate.workload.bridge.job", "perfgate.workload.nemo2.models", 6, False),
+        Import("perfgate.workload.describe", "perfgate.workload.nemo2.face", 7, True),
+        Import("perfgate.workload.nemo2.job", "perfgate.workload.nemo2.face", 8, False),  # own
+        Import("perfgate.verdicts.single", "pytest", 9, False),  # pytest outside the suite
     ]
     assert upward(fake[:1]) == [
         "perfgate.catalog.rows:1 imports perfgate.verdicts.single "
@@ -279,9 +318,17 @@ def test_the_rules_catch_what_they_forbid() -> None:
     assert circles(fake[1:3]) == [["perfgate.logs.scan", "perfgate.logs.series"]]
     assert workload_escapes(fake) == ["perfgate.workload.spec:4 imports perfgate.launch.planning"]
     assert lazy_imports(fake) == [
-        "perfgate.suite.state:5 imports perfgate.launch inside a function"
+        "perfgate.suite.state:5 imports perfgate.launch inside a function",
+        "perfgate.workload.describe:7 imports perfgate.workload.nemo2.face inside a function",
     ]
-    assert pytest_escapes(fake) == ["perfgate.verdicts.single:6 imports pytest"]
+    packages = ["perfgate.workload.bridge", "perfgate.workload.nemo2"]
+    assert backend_crossings(fake, packages) == [
+        "perfgate.workload.bridge.job:6 imports perfgate.workload.nemo2.models "
+        "(backend perfgate.workload.bridge)",
+        "perfgate.workload.describe:7 imports perfgate.workload.nemo2.face "
+        "(a shared workload module)",
+    ]
+    assert pytest_escapes(fake) == ["perfgate.verdicts.single:9 imports pytest"]
 
 
 def test_relative_and_package_imports_resolve_to_modules(tmp_path: Path) -> None:
@@ -308,10 +355,15 @@ NOT_IN_CONTAINERS = ("filelock", "submitit", "pytest", "pytest_html", "pytest_be
     "module",
     [
         "perfgate.workload.dispatch",
-        "perfgate.workload.command",
+        "perfgate.workload.command.job",
         "perfgate.workload.spec",
         "perfgate.workload.validate",
         "perfgate.workload.describe",
+        "perfgate.workload.backends",
+        "perfgate.workload.nemo2.face",
+        "perfgate.workload.bridge.face",
+        "perfgate.workload.automodel.face",
+        "perfgate.workload.command.face",
     ],
 )
 def test_the_workload_imports_with_the_standard_library_alone(module: str) -> None:

@@ -242,6 +242,22 @@ def test_long_context_cp_needs_an_even_split():
         catalog.row_from_dict(data, "f")
 
 
+@pytest.mark.parametrize("backend", catalog.BACKENDS)
+def test_sequence_parallel_needs_a_tp_split_where_the_backend_turns_it_on(backend):
+    suffix = "" if backend == catalog.DEFAULT_BACKEND else f"-{backend}"
+    data = _row(cp=1, seq_len=8191, id=f"pretrain-llama3_70b-b200-fp8ds-64gpu-tp2pp4vp5{suffix}")
+    data["backend"] = backend
+    if catalog.BACKEND_TRAITS[backend].sequence_parallel_with_tp:
+        with pytest.raises(ConfigError, match=r"must be a multiple of tp = 2 \(sequence parallel"):
+            catalog.row_from_dict(data, "f")
+    else:
+        assert catalog.row_from_dict(data, "f").seq_len == 8191
+    assert [b for b, t in catalog.BACKEND_TRAITS.items() if t.sequence_parallel_with_tp] == [
+        "nemo2",
+        "megatron_bridge",
+    ]
+
+
 def test_round_trip_of_every_catalog_row():
     cat = catalog.load_catalog(BASELINES)
     for row in cat.rows:

@@ -14,8 +14,8 @@ from rowdata import as_row
 from perfgate.errors import ConfigError
 from perfgate.logs import stepfile
 from perfgate.workload import dispatch
-from perfgate.workload.automodel_bases import BASES
-from perfgate.workload.automodel_config import (
+from perfgate.workload.automodel.bases import BASES
+from perfgate.workload.automodel.config import (
     AutomodelInputs,
     build_config,
     pipeline_split_for,

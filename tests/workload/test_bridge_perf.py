@@ -11,16 +11,16 @@ import pytest
 from rowdata import as_row
 
 from perfgate.errors import ConfigError
-from perfgate.workload import megatron_bridge
-from perfgate.workload.bridge_config import find_perf_recipe, perf_recipe_names
-from perfgate.workload.bridge_perf import (
+from perfgate.workload.bridge import job as bridge_job
+from perfgate.workload.bridge.config import find_perf_recipe, perf_recipe_names
+from perfgate.workload.bridge.face import describe as describe_bridge
+from perfgate.workload.bridge.perf import (
     derived_settings,
-    describe_bridge,
     fallback_settings,
     pick_perf_recipe,
     stage_layout,
 )
-from perfgate.workload.bridge_plan import peft_checkpoint, planned_settings
+from perfgate.workload.bridge.plan import peft_checkpoint, planned_settings
 from perfgate.workload.runtime import RankInfo
 from perfgate.workload.spec import WorkloadSpec
 from perfgate.workload.validate import check_overrides
@@ -198,23 +198,23 @@ def test_the_environment_is_set_before_bridge_is_imported_again(tmp_path, monkey
         raise Reexec
 
     monkeypatch.setattr(os, "execve", execve)
-    monkeypatch.delenv(megatron_bridge.REEXEC_MARK, raising=False)
+    monkeypatch.delenv(bridge_job.REEXEC_MARK, raising=False)
     monkeypatch.delenv("TORCH_NCCL_HIGH_PRIORITY", raising=False)
     with pytest.raises(Reexec):
-        megatron_bridge.prepare_env(spec, rank, recipe_env)
+        bridge_job.prepare_env(spec, rank, recipe_env)
     path, argv, env = calls[0]
     assert path == sys.executable and argv == sys.orig_argv  # the same command, once more
     assert env["TORCH_NCCL_HIGH_PRIORITY"] == "1"  # the recipe's
     assert env["NCCL_NVLS_ENABLE"] == "0" and env["NVTE_FUSED_ATTN"] == "1"  # row's, user's
-    assert env[megatron_bridge.REEXEC_MARK] == "1"
+    assert env[bridge_job.REEXEC_MARK] == "1"
     # The re-executed process finds its environment set: no second exec, and it reports what
     # perfgate set.
     monkeypatch.setattr(os, "environ", dict(env))
-    applied = megatron_bridge.prepare_env(spec, rank, recipe_env)
+    applied = bridge_job.prepare_env(spec, rank, recipe_env)
     assert len(calls) == 1
     assert applied["TORCH_NCCL_HIGH_PRIORITY"] == "1" and applied["NVTE_FUSED_ATTN"] == "1"
-    assert megatron_bridge.needs_reexec({"A": "1"}, {"A": "1"}) is False
-    assert megatron_bridge.needs_reexec({"A": "1"}, {"A": "2"}) is True
+    assert bridge_job.needs_reexec({"A": "1"}, {"A": "1"}) is False
+    assert bridge_job.needs_reexec({"A": "1"}, {"A": "2"}) is True
 
 
 class _MockGPTDatasetConfig:
@@ -228,7 +228,7 @@ class _MockGPTDatasetConfig:
 def test_the_mock_dataset_gets_seq_length_and_keeps_the_recipes_loader(monkeypatch) -> None:
     from types import ModuleType, SimpleNamespace
 
-    from perfgate.workload.bridge_config import mock_dataset
+    from perfgate.workload.bridge.config import mock_dataset
 
     fake = ModuleType("megatron.bridge.training.config")
     fake.MockGPTDatasetConfig = _MockGPTDatasetConfig
@@ -245,7 +245,7 @@ def test_the_mock_dataset_gets_seq_length_and_keeps_the_recipes_loader(monkeypat
 def test_finish_fixes_what_depends_on_the_config_objects() -> None:
     from types import SimpleNamespace
 
-    from perfgate.workload.bridge_config import finish
+    from perfgate.workload.bridge.config import finish
 
     def cfg():
         return SimpleNamespace(
@@ -270,7 +270,7 @@ def test_finish_fixes_what_depends_on_the_config_objects() -> None:
 def test_finish_turns_ep_overlap_off_for_a_pipeline_without_vp() -> None:
     from types import SimpleNamespace
 
-    from perfgate.workload.bridge_config import finish
+    from perfgate.workload.bridge.config import finish
 
     def cfg(vp):
         return SimpleNamespace(

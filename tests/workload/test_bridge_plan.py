@@ -12,16 +12,17 @@ from rowdata import as_row
 from perfgate.errors import ConfigError
 from perfgate.logs import stepfile
 from perfgate.workload import dispatch
-from perfgate.workload.bridge_perf import describe_bridge
-from perfgate.workload.bridge_plan import (
-    normalize_overrides,
+from perfgate.workload.bridge.face import describe as describe_bridge
+from perfgate.workload.bridge.plan import (
     perf_recipe_name,
     planned_settings,
     precision_preset,
     recipe_call,
+    section_path,
     set_attr_path,
 )
 from perfgate.workload.describe import describe
+from perfgate.workload.overrides import merged_overrides
 from perfgate.workload.runtime import STEPS_FILE, RankInfo
 from perfgate.workload.spec import WorkloadSpec
 from perfgate.workload.validate import check_overrides
@@ -109,14 +110,14 @@ def test_planned_settings_carry_the_row_and_the_benchmark_policy() -> None:
 
 
 def test_overrides_are_checked_at_the_section_and_user_wins() -> None:
-    out = normalize_overrides(
-        {"recipe.model.cuda_graph_impl": "local"}, {"model.cuda_graph_impl": "none"}
+    out = merged_overrides(
+        {"recipe.model.cuda_graph_impl": "local"}, {"model.cuda_graph_impl": "none"}, section_path
     )
     assert out == {"model.cuda_graph_impl": "none"}
     with pytest.raises(
         ConfigError, match=r"ConfigContainer has no section 'modle' \(did you mean 'model'\?\)"
     ):
-        normalize_overrides({}, {"modle.x": 1})
+        merged_overrides({}, {"modle.x": 1}, section_path)
 
 
 @dataclass

@@ -241,7 +241,7 @@ def test_module_entry_point_rejects_a_missing_spec_in_one_line(tmp_path) -> None
 
 def test_importing_the_command_backend_imports_no_nemo_or_torch() -> None:
     code = (
-        "import sys, perfgate.workload.dispatch, perfgate.workload.command; "
+        "import sys, perfgate.workload.dispatch, perfgate.workload.command.job; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('nemo','torch','megatron','transformer_engine','nemo_automodel')))"
     )

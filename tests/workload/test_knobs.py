@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 from perfgate.workload.env import merge_env
-from perfgate.workload.knobs import KNOBS, knob_key
-from perfgate.workload.nemo2_snapshot import load, valid_paths
+from perfgate.workload.nemo2.knobs import KNOBS, knob_key
+from perfgate.workload.nemo2.snapshot import load, valid_paths
 from perfgate.workload.overrides import check_against_snapshot, normalize_path
 
 SEED = "seed002_tuning_knobs_index.txt"  # the guide's index, from its heading on

@@ -11,8 +11,8 @@ from rowdata import as_row
 from perfgate.errors import ConfigError
 from perfgate.workload.describe import describe
 from perfgate.workload.env import nvidia_defaults
-from perfgate.workload.finetune_data import finetune_env
-from perfgate.workload.nemo2 import prepare_env
+from perfgate.workload.nemo2.finetune_data import finetune_env
+from perfgate.workload.nemo2.job import prepare_env
 from perfgate.workload.runtime import RankInfo
 from perfgate.workload.spec import WorkloadSpec
 

@@ -6,7 +6,7 @@ import pytest
 from rowdata import as_row
 
 from perfgate.errors import ConfigError
-from perfgate.workload.nemo2_snapshot import load, valid_paths
+from perfgate.workload.nemo2.snapshot import load, valid_paths
 from perfgate.workload.overrides import normalize_path, parse_overrides, parse_value
 from perfgate.workload.validate import check_overrides
 

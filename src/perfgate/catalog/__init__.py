@@ -6,7 +6,9 @@ atomically under a lock.
 """
 
 from perfgate.catalog.rows import (
+    BACKEND_TRAITS,
     BACKENDS,
+    DEFAULT_BACKEND,
     EXECUTORS,
     FLOPS_CONVENTIONS,
     FP8_RECIPES,
@@ -29,6 +31,8 @@ from perfgate.catalog.store import Catalog, load_catalog, load_file, update_base
 
 __all__ = [
     "BACKENDS",
+    "BACKEND_TRAITS",
+    "DEFAULT_BACKEND",
     "EXECUTORS",
     "FLOPS_CONVENTIONS",
     "FP8_RECIPES",

@@ -22,7 +22,25 @@ from perfgate import hardware
 from perfgate.errors import ConfigError
 
 TASKS = ("pretrain", "sft", "lora")
-BACKENDS = ("nemo2", "megatron_bridge", "automodel", "command")
+
+
+@dataclass(frozen=True)
+class BackendTraits:
+    """What the catalog's rules know of a workload backend (perfgate.workload runs it)."""
+
+    # TP > 1 turns sequence parallelism on, which splits the sequence over the TP ranks
+    sequence_parallel_with_tp: bool = False
+
+
+# A row's `backend` -> its traits; perfgate.workload's table has each one's face.
+BACKEND_TRAITS: dict[str, BackendTraits] = {
+    "nemo2": BackendTraits(sequence_parallel_with_tp=True),
+    "megatron_bridge": BackendTraits(sequence_parallel_with_tp=True),
+    "automodel": BackendTraits(),
+    "command": BackendTraits(),
+}
+BACKENDS = tuple(BACKEND_TRAITS)
+DEFAULT_BACKEND = "nemo2"  # of a row that names none; its id carries no backend part
 PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4")
 FP8_RECIPES = ("delayed", "current_scaling")
 # Short precision token used in row ids and reports.
@@ -109,7 +127,7 @@ class Row:
     gbs: int
     mbs: int
     seq_len: int
-    backend: str = "nemo2"
+    backend: str = DEFAULT_BACKEND
     fp8_recipe: str | None = None
     tp: int = 1
     pp: int = 1
@@ -188,7 +206,7 @@ def canonical_id(row: Row) -> str:
         f"{row.num_gpus}gpu",
         row.parallelism,
     ]
-    if row.backend != "nemo2":
+    if row.backend != DEFAULT_BACKEND:
         parts.append(row.backend)
     if row.variant:
         parts.append(row.variant)

@@ -14,7 +14,7 @@ from typing import Any
 
 from perfgate import charset, hardware
 from perfgate.catalog import validate
-from perfgate.catalog.rows import Baseline, BaselineRun, Provenance, Row
+from perfgate.catalog.rows import DEFAULT_BACKEND, Baseline, BaselineRun, Provenance, Row
 from perfgate.errors import ConfigError
 
 # Key order in the JSON files (stable, so diffs stay small); the first nine are required.
@@ -302,7 +302,7 @@ def row_from_dict(
         gbs=data["gbs"],
         mbs=data["mbs"],
         seq_len=data["seq_len"],
-        backend=data.get("backend", "nemo2"),
+        backend=data.get("backend", DEFAULT_BACKEND),
         fp8_recipe=data.get("fp8_recipe"),
         tp=data.get("tp", 1),
         pp=data.get("pp", 1),

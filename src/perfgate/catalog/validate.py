@@ -116,7 +116,8 @@ def _check_layout(row: Row, where: str, arch: models.ModelArch) -> None:
         raise _bad(
             where, "seq_len", f"must be a multiple of 2*cp = {2 * row.cp} (causal CP)", row.seq_len
         )
-    if row.tp > 1 and row.backend in ("nemo2", "megatron_bridge") and row.seq_len % row.tp:
+    sequence_parallel = rows.BACKEND_TRAITS[row.backend].sequence_parallel_with_tp
+    if row.tp > 1 and sequence_parallel and row.seq_len % row.tp:
         raise _bad(
             where,
             "seq_len",

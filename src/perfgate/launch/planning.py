@@ -28,6 +28,7 @@ from perfgate.launch import checks, images, runtimes
 from perfgate.launch.envs import job_env
 from perfgate.launch.types import JobPlan, LaunchOptions
 from perfgate.runs import Launches
+from perfgate.workload import backends
 from perfgate.workload.spec import WorkloadSpec
 
 DEFAULT_RUN_LIMIT_MIN = 30  # per workload launch, when neither the row nor the user sets one
@@ -153,19 +154,8 @@ def launches_for(options: LaunchOptions) -> Launches:
 
 
 def row_command(row: Row, options: LaunchOptions) -> tuple[tuple[str, ...] | None, dict]:
-    """(argv, other overrides) for the row; backend "command" takes its argv from overrides."""
-    overrides = {**row.overrides, **options.overrides}
-    command = overrides.pop("command", None)
-    if row.backend != "command":
-        return None, overrides
-    if isinstance(command, str):
-        command = shlex.split(command)
-    if not command or not all(isinstance(a, str) for a in command):
-        raise ConfigError(
-            f"row {row.id}: backend 'command' needs overrides.command (argv list or string), "
-            f"got {command!r}"
-        )
-    return tuple(command), overrides
+    """(argv or None, the spec's overrides) for the row, as its backend makes them."""
+    return backends.get(row.backend).command_line(row, options.overrides)
 
 
 def time_limit_min(row: Row, options: LaunchOptions, n_launches: int) -> int:

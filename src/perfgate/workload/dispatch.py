@@ -1,13 +1,13 @@
 """Read the spec, find this rank, run the row's backend, and have rank 0 record the outcome.
 
-Backends are imported lazily by name, so the command backend never imports NeMo and a
-login node can import this module without the NeMo stack.
+The backend comes from the table (backends.py), which imports it by name: the job imports
+only the backend it runs (the command backend never imports NeMo), and a login node can
+import this module without the NeMo stack.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import signal
 import sys
 import traceback
@@ -19,6 +19,7 @@ from perfgate import catalog
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.logs.stepfile import StepRecord
 from perfgate.secrets import redact
+from perfgate.workload import backends
 from perfgate.workload.runtime import (
     STEPS_FILE,
     RankInfo,
@@ -29,9 +30,6 @@ from perfgate.workload.runtime import (
     rank_info,
 )
 from perfgate.workload.spec import WorkloadSpec
-
-# backend name (a row's `backend`) -> its module here, with run(spec, rank, recorder)
-BACKENDS: dict[str, str] = {name: f"perfgate.workload.{name}" for name in catalog.BACKENDS}
 
 EXIT_CONFIG = 2  # the spec or the row is wrong: nothing ran
 EXIT_FAILED = 1  # the workload ran and failed
@@ -76,9 +74,9 @@ def terminate_once() -> Callable[[int, FrameType | None], None]:
 def backend_of(spec: WorkloadSpec, origin: str) -> str:
     """The row's backend name, checked against the known ones."""
     backend = spec.row.backend
-    if backend not in BACKENDS:
+    if backend not in catalog.BACKENDS:
         raise ConfigError(
-            f"{origin}: field 'row.backend' is {backend!r}; known: {', '.join(BACKENDS)}"
+            f"{origin}: field 'row.backend' is {backend!r}; known: {', '.join(catalog.BACKENDS)}"
         )
     return backend
 
@@ -112,13 +110,7 @@ def run_spec(spec: WorkloadSpec, rank: RankInfo, origin: str = "<spec>") -> int:
     try:
         if config_error:
             raise config_error
-        try:
-            module = importlib.import_module(BACKENDS[backend])
-        except ModuleNotFoundError as e:
-            if e.name != BACKENDS[backend]:
-                raise
-            raise ConfigError(f"backend {backend!r} is not implemented in this perfgate") from None
-        module.run(spec, rank, recorder)
+        backends.get(backend).run(spec, rank, recorder)
     except WorkloadFailed as e:
         return _fail(rank, recorder, str(e), e.exit_code)
     except ConfigError as e:

@@ -14,14 +14,18 @@ setting a field of a callback the recipe lacks adds it when perfgate knows how (
 memory profile, token drop, ...); `trainer.callbacks.X=null` removes the recipe's X.
 Values are JSON (true, 3, 1e-4, "p2p", null, [..]); a
 bare word is a string. This module is pure Python: a login node without NeMo checks paths
-against the snapshot in nemo2_paths.json, which a contract test proves current.
+against the snapshot in nemo2/paths.json, which a contract test proves current.
+
+The rule above is nemo2's; it stays here because the backend-neutral --override parser
+normalizes every path nemo2 could take. merged_overrides is every backend's one merge rule:
+the row's overrides, then the user's, each path by the backend's own path rule.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from perfgate.errors import ConfigError
@@ -97,13 +101,19 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
 
 
 def merged_overrides(
-    row_overrides: Mapping[str, Any], user_overrides: Mapping[str, Any]
+    row_overrides: Mapping[str, Any],
+    user_overrides: Mapping[str, Any],
+    normalize: Callable[[str], str],
 ) -> dict[str, Any]:
-    """The row's overrides, then the user's (later wins), with normalized paths."""
+    """The row's overrides, then the user's (later wins): every backend's one merge rule.
+
+    normalize is the backend's path rule (normalize_path for nemo2); it raises a ConfigError
+    for a path the backend cannot take. Values are parsed as on the command line.
+    """
     out: dict[str, Any] = {}
     for source in (row_overrides, user_overrides):
         for path, value in source.items():
-            out[normalize_path(path)] = parse_value(value)
+            out[normalize(path)] = parse_value(value)
     return out
 
 

@@ -12,7 +12,7 @@ from nemo_automodel.components.distributed.pipelining.functional import calculat
 from nemo_automodel.recipes._dist_utils import parse_distributed_section
 
 from perfgate.models import get
-from perfgate.workload.automodel_config import AutomodelInputs, build_config, load_base, to_yaml
+from perfgate.workload.automodel.config import AutomodelInputs, build_config, load_base, to_yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rowdata import as_row

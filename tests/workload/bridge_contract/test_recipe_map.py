@@ -12,7 +12,7 @@ import inspect
 import pytest
 from rowdata import as_row
 
-from perfgate.workload.bridge_plan import BRIDGE_MODELS, recipe_call
+from perfgate.workload.bridge.plan import BRIDGE_MODELS, recipe_call
 
 ROW = {"gpu": "b200", "backend": "megatron_bridge"}  # rowdata fills the rest
 

@@ -1,6 +1,6 @@
 """Every megatron_bridge row's ConfigContainer, built by perfgate and validated by Bridge.
 
-perfgate.workload.megatron_bridge.build_config builds the config the job would train, with
+perfgate.workload.bridge.job.build_config builds the config the job would train, with
 the real Megatron-Bridge 0.6.2 (Transformer Engine stubbed, Hugging Face configs cached);
 Bridge's runtime_config_update(), what its pretrain() runs first, then applies the mixed
 precision and communication overlap settings and runs ConfigContainer.validate() for the
@@ -16,7 +16,7 @@ from megatron.bridge.training.config import runtime_config_update
 
 from perfgate.catalog import Row
 from perfgate.errors import ConfigError
-from perfgate.workload.megatron_bridge import build_config
+from perfgate.workload.bridge.job import build_config
 from perfgate.workload.runtime import one_line_error
 
 ROWS = bridge_rows()

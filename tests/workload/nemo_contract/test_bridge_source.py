@@ -21,7 +21,7 @@ from contract_rows import as_row
 
 from perfgate.logs import stepfile
 from perfgate.logs.stepfile import StepRecord
-from perfgate.workload.bridge_plan import (
+from perfgate.workload.bridge.plan import (
     PRECISIONS,
     SECTIONS,
     planned_settings,
@@ -132,7 +132,7 @@ def test_every_planned_setting_names_a_real_field() -> None:
 def test_the_mock_dataset_keywords_are_real() -> None:
     # The keywords the backend passes (its source), against MockGPTDatasetConfig's __init__
     # (seq_length: the mock dataset takes no sequence_length) and the dataset fields.
-    import perfgate.workload.bridge_config as backend
+    import perfgate.workload.bridge.config as backend
 
     call = next(
         n
@@ -180,7 +180,7 @@ def test_dataset_sequence_length_is_the_field_and_seq_length_its_property() -> N
 
 
 def test_the_step_recorder_records_real_steps(tmp_path) -> None:
-    from perfgate.workload.megatron_bridge import StepRecorder
+    from perfgate.workload.bridge.job import StepRecorder
 
     recorder = Recorder(tmp_path / "steps.json", StepRecord(row_id="r", backend="megatron_bridge"))
     rec = StepRecorder(recorder, gbs=128, seq_len=8192, world_size=8)

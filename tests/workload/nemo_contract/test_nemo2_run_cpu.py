@@ -26,7 +26,7 @@ from nemo.utils.exp_manager import TimingCallback
 
 from perfgate.logs import stepfile
 from perfgate.logs.stepfile import StepRecord
-from perfgate.workload.nemo2_callback import PerfgateStepCallback
+from perfgate.workload.nemo2.callback import PerfgateStepCallback
 from perfgate.workload.runtime import Recorder
 from perfgate.workload.spec import WorkloadSpec
 

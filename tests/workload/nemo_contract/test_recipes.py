@@ -10,8 +10,8 @@ from contract_rows import contract_rows
 from nemo_run.core.serialization.zlib_json import ZlibJSONSerializer
 
 from perfgate.errors import ConfigError
-from perfgate.workload.nemo2_models import NEMO2_MODELS
-from perfgate.workload.nemo2_recipe import RecipeInputs, build_recipe
+from perfgate.workload.nemo2.models import NEMO2_MODELS
+from perfgate.workload.nemo2.recipe import RecipeInputs, build_recipe
 
 ROWS = contract_rows()
 # Catalog rows the pinned NeMo cannot build as written (id -> why): strict xfail, so a fix

@@ -8,9 +8,9 @@ from pathlib import Path
 from contract_rows import contract_rows
 
 from perfgate.workload.describe import describe
-from perfgate.workload.knobs import KNOBS
-from perfgate.workload.nemo2_recipe import RecipeInputs, build_recipe
-from perfgate.workload.nemo2_snapshot import SNAPSHOT, generate
+from perfgate.workload.nemo2.knobs import KNOBS
+from perfgate.workload.nemo2.recipe import RecipeInputs, build_recipe
+from perfgate.workload.nemo2.snapshot import SNAPSHOT, generate
 from perfgate.workload.overrides import normalize_path
 from perfgate.workload.validate import check_overrides
 
@@ -19,8 +19,8 @@ def test_checked_in_snapshot_matches_the_installed_nemo() -> None:
     fresh = json.loads(json.dumps(generate(), sort_keys=True))
     stored = json.loads(Path(SNAPSHOT).read_text())
     assert fresh == stored, (
-        "nemo2_paths.json is stale: run `.venv-nemo/bin/python -m "
-        "perfgate.workload.nemo2_snapshot --write` and commit it"
+        "nemo2/paths.json is stale: run `.venv-nemo/bin/python -m "
+        "perfgate.workload.nemo2.snapshot --write` and commit it"
     )
 
 

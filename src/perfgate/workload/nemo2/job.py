@@ -14,10 +14,10 @@ from typing import Any
 from perfgate.errors import ConfigError
 from perfgate.secrets import is_secret
 from perfgate.workload.dispatch import WorkloadFailed
-from perfgate.workload.env import merge_env, nvidia_defaults
-from perfgate.workload.finetune_data import finetune_env
-from perfgate.workload.nemo2_models import nemo2_model
-from perfgate.workload.overrides import merged_overrides
+from perfgate.workload.env import merge_env
+from perfgate.workload.nemo2.face import env_defaults
+from perfgate.workload.nemo2.finetune_data import finetune_env
+from perfgate.workload.nemo2.models import nemo2_model
 from perfgate.workload.runtime import RankInfo, Recorder
 from perfgate.workload.spec import WorkloadSpec
 
@@ -31,7 +31,7 @@ def prepare_env(spec: WorkloadSpec, rank: RankInfo) -> dict[str, str]:
     paths and rank variables.
     """
     row = spec.row
-    overrides = merged_overrides(row.overrides, spec.overrides)
+    defaults = env_defaults(row, spec.overrides)
     fixed = dict(rank.env())
     if row.task != "pretrain" and not spec.mock_data:
         hf_id = nemo2_model(row.model).hf_id
@@ -40,7 +40,7 @@ def prepare_env(spec: WorkloadSpec, rank: RankInfo) -> dict[str, str]:
         has_token = any(is_secret(k) and k.startswith("HF_") for k in os.environ)
         fixed.update(finetune_env(spec.finetune_data, hf_id, has_token, row.id))
     before = dict(os.environ)
-    env = merge_env(before, nvidia_defaults(row, overrides), row.env, spec.env, fixed)
+    env = merge_env(before, defaults, row.env, spec.env, fixed)
     os.environ.update(env)
     return {k: v for k, v in env.items() if before.get(k) != v and not is_secret(k)}
 
@@ -56,8 +56,8 @@ def run(spec: WorkloadSpec, rank: RankInfo, recorder: Recorder | None) -> None:
     # read it when they start.
     import fiddle as fdl
 
-    from perfgate.workload.nemo2_callback import PerfgateStepCallback
-    from perfgate.workload.nemo2_recipe import RecipeInputs, build_recipe
+    from perfgate.workload.nemo2.callback import PerfgateStepCallback
+    from perfgate.workload.nemo2.recipe import RecipeInputs, build_recipe
 
     inputs = RecipeInputs(
         steps=spec.steps,

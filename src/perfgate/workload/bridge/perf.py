@@ -22,14 +22,10 @@ from typing import Any
 
 from perfgate import models
 from perfgate.catalog.rows import Row
-from perfgate.workload.bridge_plan import (
+from perfgate.workload.bridge.plan import (
     bridge_model,
     bridge_task,
-    normalize_overrides,
-    perf_recipe_name,
-    planned_settings,
     precision_preset,
-    recipe_call,
 )
 
 PERF_NAME = re.compile(
@@ -160,29 +156,3 @@ def stage_layout(num_layers: int, stages: int, last: list[str]) -> list[list[str
         layout.append((["embedding"] if i == 0 else []) + ["decoder"] * n)
     layout[-1] += last
     return layout
-
-
-def describe_bridge(row: Row, steps: int, overrides: Mapping[str, Any]) -> str:
-    """What --dry-run shows for a megatron_bridge row (no Bridge needed)."""
-    module, fn, kwargs = recipe_call(row)
-    preset = precision_preset(row)[0]
-    args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
-    extra = ", ".join(f"{k}={v!r}" for k, v in fallback_settings(row).items())
-    lines = [
-        "Megatron-Bridge ConfigContainer: NVIDIA's performance recipe "
-        f"megatron.bridge.perf_recipes...{perf_recipe_name(row)}() where the installed Bridge "
-        "has it (else its recipe for another GPU count of this model, task, GPU and precision, "
-        f"scaled to the row), else {module}.{fn}({args}) with mixed_precision={preset}() and "
-        f"scripts/performance's {extra}; then:",
-    ]
-    settings = planned_settings(row, steps)
-    settings.update(normalize_overrides(row.overrides, overrides))
-    settings.update(derived_settings(settings))
-    lines += [f"  {k} = {v!r}" for k, v in settings.items()]
-    if bridge_task(row) == "peft" and not settings.get("checkpoint.pretrained_checkpoint"):
-        # Not a login-node error: a session may select LoRA rows it only dry-runs.
-        lines.append(
-            "  (LoRA: the job stops unless --override checkpoint.pretrained_checkpoint=PATH "
-            "names the base model's checkpoint)"
-        )
-    return "\n".join(lines) + "\n"

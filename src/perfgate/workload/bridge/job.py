@@ -2,7 +2,7 @@
 
 Megatron-Bridge, torch and perfgate.workload.recording (torch) are imported only inside the
 functions that need them: Bridge hard-imports transformer_engine, and a login node plans and
-checks these rows without either. Every rank builds the same config (bridge_config), sets
+checks these rows without either. Every rank builds the same config (bridge.config), sets
 the environment the recipe names (or NVIDIA's defaults) and re-executes itself once so that
 CUDA, NCCL and Transformer Engine see it from the start, then calls Bridge's pretrain() with
 a callback through which rank 0 records each step in steps.json (Bridge >= 0.3 has training
@@ -22,8 +22,8 @@ from typing import Any
 
 from perfgate.errors import ConfigError
 from perfgate.secrets import is_secret
-from perfgate.workload.bridge_config import build_config, find_perf_recipe
-from perfgate.workload.bridge_plan import bridge_env_defaults
+from perfgate.workload.bridge.config import build_config, find_perf_recipe
+from perfgate.workload.bridge.face import env_defaults
 from perfgate.workload.dispatch import WorkloadFailed
 from perfgate.workload.env import merge_env
 from perfgate.workload.runtime import RankInfo, Recorder, torch_dist_env
@@ -129,7 +129,8 @@ def bridge_env(
     spec: WorkloadSpec, rank: RankInfo, recipe_env: Mapping[str, Any] | None
 ) -> dict[str, str]:
     """The rank's environment: recipe's < inherited < row < user < rank."""
-    defaults = {k: str(v) for k, v in (recipe_env or {}).items()} or bridge_env_defaults(spec.row)
+    recipe = {k: str(v) for k, v in (recipe_env or {}).items()}
+    defaults = recipe or env_defaults(spec.row, spec.overrides)
     return merge_env(dict(os.environ), defaults, spec.row.env, spec.env, torch_dist_env(rank))
 
 

@@ -1,6 +1,6 @@
 """The checked-in snapshot of every settable recipe path, for login nodes without NeMo.
 
-`python -m perfgate.workload.nemo2_snapshot [--write]` (in a NeMo venv) walks the recipe
+`python -m perfgate.workload.nemo2.snapshot [--write]` (in a NeMo venv) walks the recipe
 each catalog model gets from the nemo2 backend, pretraining and fine-tuning, and lists every
 field of every config object with the type of its value. The contract test regenerates it
 and fails when the checked-in file differs, so the snapshot always matches the pinned NeMo.
@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.catalog.rows import Row
-from perfgate.workload.nemo2_models import NEMO2_MODELS
+from perfgate.workload.nemo2.models import NEMO2_MODELS
 from perfgate.workload.overrides import ADDABLE_CALLBACKS
 
-SNAPSHOT = Path(__file__).with_name("nemo2_paths.json")
+SNAPSHOT = Path(__file__).with_name("paths.json")
 
 # A representative row per task: the fields only shape values, not which paths exist,
 # except that H100 BF16 selects a TP-overlap userbuffer config where the model has one.
@@ -42,7 +42,7 @@ def _walk(cfg: Any, prefix: str, out: dict[str, str], seen: set[int] | None = No
     # NeMo loads only when a snapshot is made (in a NeMo venv); login nodes just read the file.
     import fiddle as fdl
 
-    from perfgate.workload.nemo2_paths import class_name, megatron_ddp_config, params_of
+    from perfgate.workload.nemo2.paths import class_name, megatron_ddp_config, params_of
 
     seen = set() if seen is None else seen
     seen.add(id(cfg))
@@ -70,8 +70,8 @@ def recipe_paths(row: Row) -> dict[str, str]:
     """Every settable path of the row's recipe (plus addable callbacks) -> type name."""
     import nemo_run as run  # NeMo: see _walk
 
-    from perfgate.workload.nemo2_paths import import_dotted
-    from perfgate.workload.nemo2_recipe import RecipeInputs, build_recipe
+    from perfgate.workload.nemo2.paths import import_dotted
+    from perfgate.workload.nemo2.recipe import RecipeInputs, build_recipe
 
     recipe = build_recipe(row, RecipeInputs(steps=50, mock_data=False))
     out: dict[str, str] = {}
@@ -117,7 +117,7 @@ def valid_paths(model: str, task: str, snapshot: dict[str, Any] | None = None) -
 
 def main(argv: list[str] | None = None) -> int:
     """Print the snapshot as JSON, or --write it over the checked-in file."""
-    parser = argparse.ArgumentParser(prog="python -m perfgate.workload.nemo2_snapshot")
+    parser = argparse.ArgumentParser(prog="python -m perfgate.workload.nemo2.snapshot")
     parser.add_argument("--write", action="store_true", help=f"overwrite {SNAPSHOT.name}")
     args = parser.parse_args(argv)
     text = json.dumps(generate(), indent=0, sort_keys=True) + "\n"

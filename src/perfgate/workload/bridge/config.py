@@ -2,7 +2,7 @@
 
 Imports Megatron-Bridge (and so transformer_engine) inside the functions only: a login node
 plans these rows without either. The choice of recipe and the settings are planned in
-bridge_plan / bridge_perf (pure Python); here they meet Bridge's objects.
+plan / perf (pure Python); here they meet Bridge's objects.
 """
 
 from __future__ import annotations
@@ -18,22 +18,23 @@ from typing import Any
 from perfgate import models
 from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
-from perfgate.workload.bridge_perf import (
+from perfgate.workload.bridge.perf import (
     derived_settings,
     fallback_settings,
     pick_perf_recipe,
     stage_layout,
 )
-from perfgate.workload.bridge_plan import (
+from perfgate.workload.bridge.plan import (
     bridge_task,
-    normalize_overrides,
     peft_checkpoint,
     planned_settings,
     precision_preset,
     recipe_call,
+    section_path,
     set_attr_path,
 )
 from perfgate.workload.dispatch import WorkloadFailed
+from perfgate.workload.overrides import merged_overrides
 from perfgate.workload.runtime import one_line_error
 
 PERF_PACKAGE = "megatron.bridge.perf_recipes"
@@ -143,7 +144,7 @@ def build_config(
     # SFT on random weights: Bridge's finetune() would load a checkpoint; perfgate trains
     # through pretrain() instead. LoRA loads the base model given (peft_checkpoint).
     cfg.checkpoint.pretrained_checkpoint = pretrained
-    user = normalize_overrides(row.overrides, overrides)
+    user = merged_overrides(row.overrides, overrides, section_path)
     settings = {
         **planned_settings(row, steps),
         **({} if exact else fallback_settings(row)),

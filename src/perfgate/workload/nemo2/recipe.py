@@ -3,7 +3,7 @@
 Imports NeMo: call only where it is installed (in the container, in .venv-nemo). The steps
 follow scripts/performance/helpers.py (set_primary_perf_configs, set_exp_logging_configs)
 and the per-model scripts, then apply the row's and the user's overrides by dotted path
-(perfgate.workload.nemo2_paths).
+(perfgate.workload.nemo2.paths).
 """
 
 from __future__ import annotations
@@ -26,20 +26,20 @@ from nemo.lightning.pytorch.callbacks.flops_callback import FLOPsMeasurementCall
 
 from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
-from perfgate.workload.nemo2_models import (
+from perfgate.workload.nemo2.models import (
     deepseek_dispatcher,
     deepseek_pp_layout,
     nemo2_model,
     tp_overlap_config,
 )
-from perfgate.workload.nemo2_paths import (
+from perfgate.workload.nemo2.paths import (
     apply_overrides,
     find_callback,
     set_field,
     set_path,
     try_set,
 )
-from perfgate.workload.overrides import merged_overrides
+from perfgate.workload.overrides import merged_overrides, normalize_path
 
 FP8_PLUGINS = {
     "delayed": "bf16_with_fp8_mixed",
@@ -260,7 +260,7 @@ def _set_data(recipe: run.Partial, row: Row, inputs: RecipeInputs) -> None:
 def build_recipe(row: Row, inputs: RecipeInputs | None = None) -> run.Partial:
     """The recipe NVIDIA's scripts would run for this row, plus the row's and user's overrides."""
     inputs = inputs or RecipeInputs()
-    overrides = merged_overrides(row.overrides, inputs.overrides or {})
+    overrides = merged_overrides(row.overrides, inputs.overrides or {}, normalize_path)
     recipe = recipe_function(row, inputs)
     _set_data(recipe, row, inputs)
     _set_layout(recipe, row, inputs.steps)

@@ -1,10 +1,10 @@
 """Backend "automodel": run NeMo Automodel's benchmark recipe with the row's generated YAML.
 
-Every rank writes the row's config (see automodel_config) and runs
+Every rank writes the row's config (see automodel.config) and runs
 `python -m nemo_automodel.recipes.llm.benchmark --config X.yaml`, as Automodel's docs run
 it under torchrun; srun starts the ranks here, so perfgate supplies torchrun's variables.
 Rank 0 tees the log and records steps from its `Max iter time` lines through perfgate.logs,
-live, with the command backend's machinery; Automodel's own JSON summary lands beside it.
+live, as the command backend does (workload/child.py); Automodel's own JSON summary lands beside it.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any
 from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
 from perfgate.secrets import is_secret
-from perfgate.workload.automodel_config import AutomodelInputs, build_config, to_yaml
-from perfgate.workload.command import run_argv
+from perfgate.workload.automodel.config import AutomodelInputs, build_config, to_yaml
+from perfgate.workload.child import run_argv
 from perfgate.workload.env import merge_env
 from perfgate.workload.runtime import RankInfo, Recorder, torch_dist_env
 from perfgate.workload.spec import WorkloadSpec

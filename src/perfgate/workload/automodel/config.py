@@ -19,8 +19,8 @@ from typing import Any
 from perfgate import hardware, models
 from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
-from perfgate.workload.automodel_bases import BASES, builtin_base
-from perfgate.workload.overrides import parse_value, suggest
+from perfgate.workload.automodel.bases import BASES, builtin_base
+from perfgate.workload.overrides import merged_overrides, suggest
 
 CONFIG_KEY = "config"  # the override naming the base YAML (Automodel repository path)
 SUMMARY_FILE = "automodel_summary.json"  # benchmark.json_output_path, in spec.output_dir
@@ -37,23 +37,28 @@ class AutomodelInputs:
     automodel_root: str | None = None  # an Automodel checkout whose YAML is the base
 
 
+def yaml_path(raw: str) -> str:
+    """The backend's path rule: a dotted path into the config (a leading `+` adds the key)."""
+    path = str(raw).strip()
+    bare = path.lstrip("+")
+    if not bare or any(not p for p in bare.split(".")):
+        raise ConfigError(f"override path {raw!r} has an empty segment")
+    return path
+
+
 def split_overrides(
     row_overrides: Mapping[str, Any], user_overrides: Mapping[str, Any]
 ) -> tuple[str | None, dict[str, Any]]:
     """(base YAML path, {dotted path: value}) from the row's then the user's overrides."""
-    config: str | None = None
-    paths: dict[str, Any] = {}
-    for source in (row_overrides, user_overrides):
+    sources = (row_overrides, user_overrides)
+    # `config` names the base, a file: its value is kept as written, not parsed as JSON.
+    config = None
+    for source in sources:
         for raw, value in source.items():
-            path = str(raw).strip()
-            if path == CONFIG_KEY:
+            if str(raw).strip() == CONFIG_KEY:
                 config = str(value)
-                continue
-            bare = path.lstrip("+")
-            if not bare or any(not p for p in bare.split(".")):
-                raise ConfigError(f"override path {raw!r} has an empty segment")
-            paths[path] = parse_value(value)
-    return config, paths
+    rest = [{k: v for k, v in s.items() if str(k).strip() != CONFIG_KEY} for s in sources]
+    return config, merged_overrides(rest[0], rest[1], yaml_path)
 
 
 def load_base(config: str, automodel_root: str | None) -> tuple[dict[str, Any], str]:

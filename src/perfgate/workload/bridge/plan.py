@@ -19,8 +19,7 @@ from typing import Any
 from perfgate import models
 from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
-from perfgate.workload.env import nvidia_defaults
-from perfgate.workload.overrides import parse_value, suggest
+from perfgate.workload.overrides import merged_overrides, suggest
 
 
 @dataclass(frozen=True)
@@ -206,7 +205,7 @@ def peft_checkpoint(row: Row, overrides: Mapping[str, Any]) -> str | None:
     """
     if bridge_task(row) != "peft":
         return None
-    settings = normalize_overrides(row.overrides, overrides)
+    settings = merged_overrides(row.overrides, overrides, section_path)
     path = settings.get("checkpoint.pretrained_checkpoint")
     if not path:
         raise ConfigError(
@@ -218,26 +217,21 @@ def peft_checkpoint(row: Row, overrides: Mapping[str, Any]) -> str | None:
     return str(path)
 
 
-def normalize_overrides(
-    row_overrides: Mapping[str, Any], user_overrides: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The row's then the user's overrides ({dotted path: value}), checked at the top level."""
-    out: dict[str, Any] = {}
-    for source in (row_overrides, user_overrides):
-        for raw, value in source.items():
-            path = str(raw).strip()
-            if path.startswith("recipe."):
-                path = path[len("recipe.") :]
-            parts = path.split(".")
-            if any(not p for p in parts):
-                raise ConfigError(f"override path {raw!r} has an empty segment")
-            if parts[0] not in SECTIONS:
-                raise ConfigError(
-                    f"override path {raw!r}: ConfigContainer has no section {parts[0]!r}"
-                    f"{suggest(parts[0], SECTIONS)}; sections: {', '.join(SECTIONS)}"
-                )
-            out[path] = parse_value(value)
-    return out
+def section_path(raw: str) -> str:
+    """The backend's path rule: a dotted path on the ConfigContainer, `recipe.` dropped,
+    starting with one of its SECTIONS (the fields below are checked in the job)."""
+    path = str(raw).strip()
+    if path.startswith("recipe."):
+        path = path[len("recipe.") :]
+    parts = path.split(".")
+    if any(not p for p in parts):
+        raise ConfigError(f"override path {raw!r} has an empty segment")
+    if parts[0] not in SECTIONS:
+        raise ConfigError(
+            f"override path {raw!r}: ConfigContainer has no section {parts[0]!r}"
+            f"{suggest(parts[0], SECTIONS)}; sections: {', '.join(SECTIONS)}"
+        )
+    return path
 
 
 def set_attr_path(root: Any, path: str, value: Any, origin: str = "override") -> None:
@@ -275,22 +269,3 @@ def _field_names(obj: Any) -> set[str]:
     for cls in type(obj).__mro__:
         names |= {k for k, v in vars(cls).items() if isinstance(v, property) and v.fset}
     return names
-
-
-def check_bridge_overrides(row: Row, overrides: Mapping[str, Any], origin: str) -> str:
-    """Check what a login node can: model mapping, precision, task, override sections."""
-    try:
-        recipe_call(row)
-        precision_preset(row)
-        normalize_overrides(row.overrides, overrides)
-    except ConfigError as e:
-        raise ConfigError(f"{origin}: {e}") from None
-    return (
-        "checked the recipe mapping and override sections; fields below a section are checked "
-        "in the job against the installed Megatron-Bridge"
-    )
-
-
-def bridge_env_defaults(row: Row) -> dict[str, str]:
-    """NVIDIA's performance environment for the row where Bridge's recipe names none (< 0.6)."""
-    return nvidia_defaults(row, {})

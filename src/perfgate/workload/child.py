@@ -1,7 +1,8 @@
-"""Backend "command": run any command on every rank and turn rank 0's log into steps.
+"""A rank's workload run as a child process: rank 0 tees its output and reads steps live.
 
-This is how a site's own training script, or anything no backend knows yet, is benchmarked:
-the command prints its usual log lines, perfgate.logs reads them. Imports no NeMo.
+Shared by the backends that run a program rather than train in this process (command,
+automodel): the program prints its usual log lines, perfgate.logs turns rank 0's log into
+steps while it runs and once more at the end. Pure stdlib.
 """
 
 from __future__ import annotations
@@ -16,37 +17,13 @@ from typing import IO, BinaryIO
 from perfgate.errors import ConfigError, LogParseError
 from perfgate.logs import parse_files
 from perfgate.workload.dispatch import Terminated, WorkloadFailed
-from perfgate.workload.env import merge_env
-from perfgate.workload.runtime import RANK0_LOG, RankInfo, Recorder
+from perfgate.workload.runtime import RANK0_LOG, Recorder
 from perfgate.workload.spec import WorkloadSpec
 
 REFRESH_S = 5.0  # how often rank 0 re-parses the growing log (PERFGATE_REFRESH_S overrides)
 TERM_GRACE_S = 10.0  # after forwarding SIGTERM, wait this long before SIGKILL
 _CHUNK = 1 << 16
 _MAX_PENDING = 1 << 20  # a line longer than this (tqdm redraws) goes to the log unbroken
-
-
-def command_argv(spec: WorkloadSpec) -> list[str]:
-    """The argv of the command, checked to be a non-empty list of strings."""
-    argv = spec.command
-    if not argv or not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
-        raise ConfigError(
-            f"spec field 'command' is {argv!r}; backend 'command' needs a non-empty list of "
-            "strings (the argv run on every rank)"
-        )
-    return list(argv)
-
-
-def command_env(spec: WorkloadSpec, rank: RankInfo, inherited: dict[str, str]) -> dict[str, str]:
-    """The command's environment: inherited < row env < user env < rank and PERFGATE_*."""
-    fixed = {
-        **rank.env(),
-        "PERFGATE_ROW_ID": spec.row.id,
-        "PERFGATE_STEPS": str(spec.steps),
-        "PERFGATE_OUTPUT_DIR": str(spec.output_dir),
-    }
-    # NVIDIA's NeMo tuning variables are not applied: they belong to NeMo, not to any command.
-    return merge_env(inherited, None, spec.row.env, spec.env, fixed)
 
 
 def _write_through(sink: IO[str] | IO[bytes], data: bytes) -> None:
@@ -135,11 +112,6 @@ def _spawn(argv: list[str], env: dict[str, str], piped: bool) -> subprocess.Pope
         raise ConfigError(f"spec field 'command': program {argv[0]!r} not found") from None
     except PermissionError:
         raise ConfigError(f"spec field 'command': program {argv[0]!r} is not executable") from None
-
-
-def run(spec: WorkloadSpec, rank: RankInfo, recorder: Recorder | None) -> None:
-    """Run the command on this rank; rank 0 tees its output to a log and records its steps."""
-    run_argv(spec, command_argv(spec), command_env(spec, rank, dict(os.environ)), recorder)
 
 
 def run_argv(
