@@ -1,72 +1,24 @@
-"""The log formats perfgate reads: their record kinds, the marker strings that find them,
-and the Record one line's step yields.
+"""What a log format declares (Shape, LogFormat, Family) and what its records are (Record).
 
 Pure stdlib (the workload imports it inside the container). Each record keeps the logger's own
 step numbering converted to 0-based and its values converted to perfgate units (seconds, GiB,
-fractions). One physical line -> its records: perfgate.logs.lines (the line shapes) and
-perfgate.logs.fields (each format's fields). Turning records into one series (ranks, restarts,
-pairing) is perfgate.logs' job. Verbatim examples of every line shape:
-tests/data/reference/log_formats.md.
+fractions).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-
-# Record kinds, and the format name each one implies.
-NEMO2 = "nemo2"  # NeMo 2.x MegatronProgressBar / ProgressPrinter line
-NEMO_DELTA = "nemo_delta_timing"  # NeMo DeltaTimingCallback `Step N: train_step_timing in s=X`
-TQDM = "nemo1_tqdm"  # NeMo 1.x Lightning tqdm bar state
-MEGATRON = "megatron"  # Megatron-LM / Megatron-Bridge `iteration N/ M | ...` line
-STEP_TIME = "step_time"  # Megatron-Bridge `Step Time : X.XXs ...` line (no step number)
-MEMORY = "memory"  # Megatron `[Rank r] (after N iterations) memory (GB|MB) | ...` line
-AUTOMODEL = "automodel"  # NeMo Automodel train_ft `step N | epoch E | ... | tps X(Y/gpu)`
-AM_ITER = "automodel_iteration"  # Automodel benchmark `Rank r | Iteration i ...`
-AM_TIME = "automodel_iter_time"  # Automodel benchmark `Max iter time: X seconds`
-AM_MFU = "automodel_mfu"  # Automodel benchmark `MFU: Y%` (follows Max iter time)
-AM_SUMMARY = "automodel_summary"  # `Average iteration time: ...` / `Average MFU: ...`
-TITAN = "torchtitan"  # TorchTitan `step: N  loss: ...  tps: ...`
-
-# Byte strings of which every line holding a record contains at least one; lines without
-# any are skipped before a regex runs (NCCL INFO floods are most of an all-rank log).
-MARKERS: tuple[bytes, ...] = (
-    b"teration",  # NeMo 2, Megatron iteration and memory lines, Automodel `Iteration`/summary
-    b"Step Time",  # Megatron-Bridge
-    b"train_step_timing",  # NeMo 1 tqdm, DeltaTimingCallback
-    b"tps",  # Automodel train_ft, TorchTitan
-    b"Max iter time",  # Automodel benchmark
-    b"MFU:",  # Automodel benchmark
-)
-# The markers a log needs once it is known to hold records of a kind: the scan narrows to
-# them after the first records (fewer byte searches over the rest of a multi-GB file).
-_MEGATRON_MARKERS = (b"teration", b"Step Time")
-_BENCHMARK_MARKERS = (b"teration", b"Max iter time", b"MFU:")
-_MARKERS_OF_KIND: dict[str, tuple[bytes, ...]] = {
-    NEMO2: (b"teration",),
-    NEMO_DELTA: (b"train_step_timing",),
-    TQDM: (b"train_step_timing",),
-    MEGATRON: _MEGATRON_MARKERS,
-    STEP_TIME: _MEGATRON_MARKERS,
-    MEMORY: _MEGATRON_MARKERS,
-    AUTOMODEL: (b"tps",),
-    AM_ITER: _BENCHMARK_MARKERS,
-    AM_TIME: _BENCHMARK_MARKERS,
-    AM_MFU: _BENCHMARK_MARKERS,
-    AM_SUMMARY: _BENCHMARK_MARKERS,
-    TITAN: (b"tps",),
-}
-
-
-def markers_for(kinds: set[str]) -> tuple[bytes, ...]:
-    """The marker strings needed to find every record of the given kinds."""
-    wanted = {m for k in kinds for m in _MARKERS_OF_KIND.get(k, MARKERS)}
-    return tuple(m for m in MARKERS if m in wanted)
-
+from typing import NamedTuple, Protocol
 
 # A logged number: `1.249e+03`, `2e+3`, `.5`, `nan`, `inf`.
 NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf)"
 NUM_RE = re.compile(NUM)
+
+# No training run logs a step number this large: a line that says so is corrupt, not a record
+# (a 400-digit number would overflow the float arithmetic on step numbers downstream).
+MAX_STEP = 10**9
 
 
 @dataclass(slots=True)
@@ -87,6 +39,103 @@ def number(text: str) -> float | None:
     return float(m.group(0)) if m else None
 
 
-# No training run logs a step number this large: a line that says so is corrupt, not a record
-# (a 400-digit number would overflow the float arithmetic on step numbers downstream).
-MAX_STEP = 10**9
+def rank_key(rank: int | None) -> int:
+    """Sort key of a rank label: unlabeled lines first, then rank 0, 1, ..."""
+    return -1 if rank is None else rank
+
+
+class Span(NamedTuple):
+    """Where one record's anchor lies on its line, and the text around it that is the record's.
+
+    A NamedTuple, not a frozen dataclass: one is built per record and a frozen dataclass's
+    __init__ costs three times as much.
+    """
+
+    match: re.Match[str]  # the anchor
+    line: str  # the whole line (rank label kept, ANSI codes stripped)
+    start: int  # the anchor's span
+    end: int
+    stop: int  # where the record's text ends: the next anchor or the line end
+    prev_end: int  # where the previous anchor on the line ended (0: none)
+
+
+Builder = Callable[[Span], Record | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """One line shape: the anchor that starts a record of a kind, and its builder.
+
+    gate is a substring every match of regex contains: the regex runs only on lines holding
+    it, and one `in` test is far cheaper than a regex search. all_ranks: every rank may print
+    the line, so only the lowest ranks' records are kept (perfgate.logs.collect).
+    """
+
+    gate: str
+    kind: str
+    regex: re.Pattern[str]
+    build: Builder
+    all_ranks: bool = False
+
+
+class PartReport(Protocol):
+    """What a format's assembly step may report on the file being read (assemble.Part)."""
+
+    origin: str
+    notes: list[str]
+    problem: str | None
+
+
+ByKind = dict[str, list[Record]]  # a defaultdict: a kind with no records reads as []
+# Completes one rank's steps (step times from throughput); True for the first stream read.
+Derive = Callable[[dict[int, Record], bool], None]
+Deriver = Callable[[PartReport, float | None, int | None], Derive]
+
+
+@dataclass(frozen=True, slots=True)
+class LogFormat:
+    """One detect_format name: how its records score, and how they become step records.
+
+    score(by_kind): how many steps the log holds in this format (the highest wins a detection).
+    records(by_kind, part): its step records, numbered (pairing or numbering done here).
+    deriver(part, tokens_per_step, num_gpus): the hook that completes each rank's steps.
+    redraws: the same step is printed many times by design (tqdm), so repeats are no news.
+    """
+
+    name: str
+    score: Callable[[ByKind], int]
+    records: Callable[[ByKind, PartReport], list[Record]]
+    deriver: Deriver | None = None
+    redraws: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """One module's declaration: the line shapes it reads and the formats it tells apart.
+
+    markers: bytes of which every line of its shapes holds one (perfgate.logs.scan skips the
+    rest). reported: kinds whose values are run-level figures (StepSeries.reported).
+    step_values(by_kind): values logged on lines of their own, by step, that fill in whichever
+    format's steps lack them (Megatron's memory reports).
+    """
+
+    markers: tuple[bytes, ...]
+    shapes: tuple[Shape, ...]
+    formats: tuple[LogFormat, ...]
+    reported: tuple[str, ...] = ()
+    step_values: Callable[[ByKind], dict[int, dict[str, float]]] | None = None
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The record kinds its shapes yield, each once."""
+        return tuple(dict.fromkeys(s.kind for s in self.shapes))
+
+
+def count_of(kind: str) -> Callable[[ByKind], int]:
+    """A score: the number of records of one kind."""
+    return lambda by_kind: len(by_kind[kind])
+
+
+def records_of(kind: str) -> Callable[[ByKind, PartReport], list[Record]]:
+    """A format's step records when they are the records of one kind, as logged."""
+    return lambda by_kind, part: by_kind[kind]
