@@ -8,6 +8,9 @@ Layers, lowest first; a module imports only from its own layer or below, with no
 workload/ runs inside the container with the standard library and NeMo only: it imports just
 the modules in WORKLOAD_MAY_IMPORT and itself. A function-level import is allowed only for
 the heavy or optional dependencies in LAZY_OK (and must say why in a comment).
+
+perfgate.logs.formats: a format family module imports only FORMAT_SHARED and the standard
+library, never another family; only the registry (the package's __init__) imports families.
 """
 
 from __future__ import annotations
@@ -80,6 +83,15 @@ LAZY_OK = (
     "perfgate.workload.nemo2_callback",  # imports Lightning at its top
     "perfgate.workload.recording",  # imports torch at its top
 )
+
+# What a log format family module may import: the declaration types, the field readers the
+# families share, the step model. A family never sees another one, nor the parser around it.
+FORMAT_SHARED = (
+    "perfgate.logs.formats.base",
+    "perfgate.logs.formats.fields",
+    "perfgate.logs.series",
+)
+FORMAT_REGISTRY = "perfgate.logs.formats"
 
 
 @dataclass(frozen=True)
@@ -212,6 +224,20 @@ def workload_escapes(imports: list[Import]) -> list[str]:
     ]
 
 
+def format_escapes(imports: list[Import]) -> list[str]:
+    """Format modules importing beyond FORMAT_SHARED; families imported past the registry."""
+    bad = []
+    for i in imports:
+        if not i.target.startswith("perfgate") or i.target == i.module:
+            continue
+        family = i.target.startswith(FORMAT_REGISTRY + ".") and i.target not in FORMAT_SHARED
+        if i.module.startswith(FORMAT_REGISTRY + ".") and i.target not in FORMAT_SHARED:
+            bad.append(f"{i.module}:{i.line} imports {i.target}")
+        elif family and i.module != FORMAT_REGISTRY:
+            bad.append(f"{i.module}:{i.line} imports {i.target} (use the registry)")
+    return bad
+
+
 def lazy_imports(imports: list[Import]) -> list[str]:
     return [
         f"{i.module}:{i.line} imports {i.target} inside a function"
@@ -239,6 +265,10 @@ def test_the_workload_imports_only_what_runs_inside_the_container() -> None:
     assert workload_escapes(all_imports()) == []
 
 
+def test_log_format_families_import_only_the_shared_modules() -> None:
+    assert format_escapes(all_imports()) == []
+
+
 def test_function_level_imports_only_for_heavy_or_optional_dependencies() -> None:
     assert lazy_imports(all_imports()) == []
 
@@ -251,6 +281,8 @@ def test_the_rules_catch_what_they_forbid() -> None:
         Import("perfgate.logs.scan", "perfgate.logs.series", 3, False),  # ... of two
         Import("perfgate.workload.spec", "perfgate.launch.planning", 4, False),  # container
         Import("perfgate.suite.state", "perfgate.launch", 5, True),  # function-level
+        Import("perfgate.logs.formats.nemo2", "perfgate.logs.formats.megatron", 6, False),
+        Import("perfgate.logs.assemble", "perfgate.logs.formats.torchtitan", 7, False),
     ]
     assert upward(fake[:1]) == [
         "perfgate.catalog.rows:1 imports perfgate.verdicts.single "
@@ -260,6 +292,10 @@ def test_the_rules_catch_what_they_forbid() -> None:
     assert workload_escapes(fake) == ["perfgate.workload.spec:4 imports perfgate.launch.planning"]
     assert lazy_imports(fake) == [
         "perfgate.suite.state:5 imports perfgate.launch inside a function"
+    ]
+    assert format_escapes(fake) == [
+        "perfgate.logs.formats.nemo2:6 imports perfgate.logs.formats.megatron",
+        "perfgate.logs.assemble:7 imports perfgate.logs.formats.torchtitan (use the registry)",
     ]
 
 
