@@ -81,8 +81,9 @@ __all__ = [
 ]
 
 # The order a line's anchors are searched in: gate by gate (each gate where a family first
-# names it), and under one gate family by family. Records are built in anchor order whatever
-# this order is; it is kept as it was when the anchors were searched by hand.
+# names it), and under one gate family by family; MARKERS take the same order. Records come out
+# sorted by their place on the line, so this order only decides between anchors with the same
+# span (no two shapes today can have one); it is kept as the hand-written search had it.
 FAMILIES: tuple[Family, ...] = (
     nemo2.FAMILY,
     megatron.FAMILY,
