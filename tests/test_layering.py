@@ -11,6 +11,9 @@ bridge/, ...): it imports the shared workload modules and its own package, never
 backend's; the shared modules import no backend package (they reach a backend through the
 table, workload/backends.py, which imports its face by name). A function-level import is
 allowed only for the heavy or optional dependencies in LAZY_OK (and must say why in a comment).
+
+perfgate.logs.formats: a format family module imports only FORMAT_SHARED and the standard
+library, never another family; only the registry (the package's __init__) imports families.
 """
 
 from __future__ import annotations
@@ -84,6 +87,15 @@ LAZY_OK = (
     "perfgate.workload.nemo2.callback",  # imports Lightning at its top
     "perfgate.workload.recording",  # imports torch at its top
 )
+
+# What a log format family module may import: the declaration types, the field readers the
+# families share, the step model. A family never sees another one, nor the parser around it.
+FORMAT_SHARED = (
+    "perfgate.logs.formats.base",
+    "perfgate.logs.formats.fields",
+    "perfgate.logs.series",
+)
+FORMAT_REGISTRY = "perfgate.logs.formats"
 
 
 @dataclass(frozen=True)
@@ -216,6 +228,20 @@ def workload_escapes(imports: list[Import]) -> list[str]:
     ]
 
 
+def format_escapes(imports: list[Import]) -> list[str]:
+    """Format modules importing beyond FORMAT_SHARED; families imported past the registry."""
+    bad = []
+    for i in imports:
+        if not i.target.startswith("perfgate") or i.target == i.module:
+            continue
+        family = i.target.startswith(FORMAT_REGISTRY + ".") and i.target not in FORMAT_SHARED
+        if i.module.startswith(FORMAT_REGISTRY + ".") and i.target not in FORMAT_SHARED:
+            bad.append(f"{i.module}:{i.line} imports {i.target}")
+        elif family and i.module != FORMAT_REGISTRY:
+            bad.append(f"{i.module}:{i.line} imports {i.target} (use the registry)")
+    return bad
+
+
 def lazy_imports(imports: list[Import]) -> list[str]:
     return [
         f"{i.module}:{i.line} imports {i.target} inside a function"
@@ -288,6 +314,10 @@ def test_the_workload_imports_only_what_runs_inside_the_container() -> None:
     assert workload_escapes(all_imports()) == []
 
 
+def test_log_format_families_import_only_the_shared_modules() -> None:
+    assert format_escapes(all_imports()) == []
+
+
 def test_function_level_imports_only_for_heavy_or_optional_dependencies() -> None:
     assert lazy_imports(all_imports()) == []
 
@@ -310,6 +340,8 @@ def test_the_rules_catch_what_they_forbid() -> None:
         Import("perfgate.workload.describe", "perfgate.workload.nemo2.face", 7, True),
         Import("perfgate.workload.nemo2.job", "perfgate.workload.nemo2.face", 8, False),  # own
         Import("perfgate.verdicts.single", "pytest", 9, False),  # pytest outside the suite
+        Import("perfgate.logs.formats.nemo2", "perfgate.logs.formats.megatron", 10, False),
+        Import("perfgate.logs.assemble", "perfgate.logs.formats.torchtitan", 11, False),
     ]
     assert upward(fake[:1]) == [
         "perfgate.catalog.rows:1 imports perfgate.verdicts.single "
@@ -329,6 +361,10 @@ def test_the_rules_catch_what_they_forbid() -> None:
         "(a shared workload module)",
     ]
     assert pytest_escapes(fake) == ["perfgate.verdicts.single:9 imports pytest"]
+    assert format_escapes(fake) == [
+        "perfgate.logs.formats.nemo2:10 imports perfgate.logs.formats.megatron",
+        "perfgate.logs.assemble:11 imports perfgate.logs.formats.torchtitan (use the registry)",
+    ]
 
 
 def test_relative_and_package_imports_resolve_to_modules(tmp_path: Path) -> None:

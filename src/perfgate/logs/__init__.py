@@ -4,8 +4,9 @@ Formats (detect_format names): "nemo2" (NeMo 2.x progress lines; llmb/dgxc NeMo 
 "nemo1_tqdm" (NeMo 1.x Lightning bars), "nemo_delta_timing" (DeltaTimingCallback),
 "megatron" (Megatron-LM iteration lines), "megatron_bridge" (Megatron-Bridge `Step Time :` and
 iteration lines; llmb/dgxc logs of NeMo >= 25.09), "automodel" (Automodel train_ft),
-"automodel_benchmark" (Automodel benchmark recipe), "torchtitan". Line shapes:
-perfgate.logs.shapes and tests/data/reference/log_formats.md.
+"automodel_benchmark" (Automodel benchmark recipe), "torchtitan". Each format family's line
+shapes, scoring and assembly step: perfgate.logs.formats (one module per family, and the
+registry); verbatim lines: tests/data/reference/log_formats.md.
 
 Rules the parser applies, each reported in StepSeries.notes when it fires:
 - steps are 0-based whatever the logger's numbering (Megatron/TorchTitan `iteration N` -> N-1);

@@ -9,19 +9,12 @@ note says so, so a report can show how the numbers were read.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from perfgate.logs import formats as lf
 from perfgate.logs.collect import MAX_RANK_STREAMS, choose, collect
-from perfgate.logs.derive import (
-    automodel_step_times,
-    memory_by_step,
-    number_benchmark,
-    pair_step_time,
-    rank_key,
-    titan_step_times,
-)
+from perfgate.logs.formats import Derive, rank_key
 from perfgate.logs.series import Step
 
 _STEP_FIELDS = (
@@ -58,101 +51,40 @@ def parse_lines(
     collected = collect(lines)
     by_kind = collected.by_kind
     fmt = choose(by_kind)
-    part = Part(origin, fmt)
-    for rec in by_kind[lf.AM_SUMMARY]:
-        part.reported.update(rec.values)
+    part = Part(origin, fmt.name if fmt else None)
+    for kind in lf.REPORTED_KINDS:
+        for rec in by_kind[kind]:
+            part.reported.update(rec.values)
     if fmt is None:
         return part
-    derive = None
-    if fmt in ("megatron", "megatron_bridge"):
-        records = pair_step_time(by_kind[lf.MEGATRON], by_kind[lf.STEP_TIME], origin, part.notes)
-    elif fmt == "automodel_benchmark":
-        events = by_kind[lf.AM_ITER] + by_kind[lf.AM_TIME] + by_kind[lf.AM_MFU]
-        records = number_benchmark(sorted(events, key=lambda r: r.seq))
-    else:
-        kind = {"nemo2": lf.NEMO2, "nemo_delta_timing": lf.NEMO_DELTA, "nemo1_tqdm": lf.TQDM}
-        records = by_kind[kind.get(fmt, fmt)]
-        if fmt == "torchtitan":
-            derive = _titan(part, tokens_per_step, num_gpus)
-        elif fmt == "automodel":
-            derive = _automodel(part, tokens_per_step, num_gpus)
-    chosen = _resolve(records, part, redraws=fmt == "nemo1_tqdm", derive=derive)
+    records = fmt.records(by_kind, part)
+    derive = fmt.deriver(part, tokens_per_step, num_gpus) if fmt.deriver else None
+    chosen = _resolve(records, part, redraws=fmt.redraws, derive=derive)
     skipped = set().union(*collected.skipped_ranks.values())
     if skipped:
         part.notes.append(
             f"{origin}: {len(skipped)} more ranks logged step lines; only the "
             f"{MAX_RANK_STREAMS} lowest ranks' lines were read (the lowest rank wins)"
         )
-    memory = memory_by_step(by_kind[lf.MEMORY])
+    side = [step_values(by_kind) for step_values in lf.STEP_VALUES]
     for s in sorted(chosen):
         rec = chosen[s]
         values = rec.values
         if "step_time_s" not in values:
             continue
-        for key, val in memory.get(s, {}).items():
-            values.setdefault(key, val)
+        for by_step in side:
+            for key, val in by_step.get(s, {}).items():
+                values.setdefault(key, val)
         if values.get("nan_iterations"):
             part.nan_iterations[s] = values["nan_iterations"]
         kwargs = {k: values[k] for k in _STEP_FIELDS if k in values}
         part.steps.append(Step(step=s, step_time_s=values["step_time_s"], rank=rec.rank, **kwargs))
     if not part.steps and part.problem is None:
         part.problem = (
-            f"{len(chosen)} {fmt} step lines found but none carries a step time "
+            f"{len(chosen)} {fmt.name} step lines found but none carries a step time "
             "(e.g. NeMo 2 without its timing callback)"
         )
     return part
-
-
-Derive = Callable[[dict[int, lf.Record], bool], None]
-
-
-def _titan(part: Part, tokens_per_step: float | None, num_gpus: int | None) -> Derive:
-    def derive(kept: dict[int, lf.Record], first_stream: bool) -> None:
-        how, missing = titan_step_times(kept, tokens_per_step, num_gpus)
-        if not first_stream:
-            return
-        if how is None:
-            part.problem = (
-                "TorchTitan lines log tps but no step time and no usable timestamps; pass "
-                "tokens_per_step and num_gpus (--tokens-per-step, --num-gpus) to derive it"
-            )
-            return
-        part.notes.append(f"{part.origin}: TorchTitan step times derived from {how}")
-        if missing:
-            part.notes.append(
-                f"{part.origin}: {missing} logged steps had no earlier timestamp in the same "
-                "attempt to measure from; dropped"
-            )
-
-    return derive
-
-
-def _automodel(part: Part, tokens_per_step: float | None, num_gpus: int | None) -> Derive:
-    def derive(kept: dict[int, lf.Record], first_stream: bool) -> None:
-        how, missing = automodel_step_times(kept, tokens_per_step, num_gpus)
-        if not first_stream:
-            return
-        if not how:
-            part.problem = (
-                "Automodel lines log tps but no step time, and no two timestamped lines to "
-                "measure between; tokens_per_step / tps (--tokens-per-step) is used only when "
-                "num_label_tokens equals it (tps counts each step's own non-padding tokens)"
-            )
-            return
-        part.notes.append(f"{part.origin}: Automodel step times derived from {'; '.join(how)}")
-        stamps = [r.time for r in kept.values() if r.time is not None]
-        if "log timestamps" in " ".join(how) and all(t == int(t) for t in stamps):
-            part.notes.append(
-                f"{part.origin}: the log's timestamps have 1 s resolution; each step time is "
-                "within 1 s, their sum over a window exact to 1 s"
-            )
-        if missing:
-            part.notes.append(
-                f"{part.origin}: {missing} logged steps had no earlier timestamp in the same "
-                "attempt to measure from; dropped"
-            )
-
-    return derive
 
 
 def _resolve(

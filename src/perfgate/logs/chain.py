@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from perfgate.errors import LogParseError
 from perfgate.logs.assemble import Part
-from perfgate.logs.collect import FORMATS
+from perfgate.logs.formats import FORMATS
 from perfgate.logs.series import Step, StepSeries, log_interval_of, renumber
 
 

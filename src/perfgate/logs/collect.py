@@ -11,26 +11,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from perfgate.logs import formats as lf
-from perfgate.logs.derive import rank_key
+from perfgate.logs.formats import rank_key
 from perfgate.logs.lines import extract
-
-# detect_format names, in the order that breaks a tie in record counts.
-FORMATS = (
-    "megatron_bridge",
-    "megatron",
-    "nemo2",
-    "nemo_delta_timing",
-    "nemo1_tqdm",
-    "automodel",
-    "automodel_benchmark",
-    "torchtitan",
-)
 
 # Kinds every rank may print (all-rank logs): only the lowest MAX_RANK_STREAMS ranks' records
 # are kept, so a 1000-rank log costs no more memory or time than an 8-rank one. The lowest
 # rank wins each step anyway; the others matter only if all of those lack the step.
 MAX_RANK_STREAMS = 8
-_CAPPED = {lf.NEMO2, lf.NEMO_DELTA, lf.TQDM, lf.MEGATRON, lf.AUTOMODEL, lf.TITAN}
+_CAPPED = lf.ALL_RANK_KINDS
 
 
 @dataclass
@@ -92,23 +80,16 @@ def _seq(rec: lf.Record) -> int:
 
 
 def detect(lines: Iterable[str]) -> str | None:
-    """The format of the lines' step records, or None when there are none."""
-    return choose(collect(lines).by_kind)
+    """The format name of the lines' step records, or None when there are none."""
+    fmt = choose(collect(lines).by_kind)
+    return fmt.name if fmt else None
 
 
-def choose(by_kind: dict[str, list[lf.Record]]) -> str | None:
-    counts = {
-        "megatron_bridge": len(by_kind[lf.STEP_TIME])
-        and max(len(by_kind[lf.STEP_TIME]), len(by_kind[lf.MEGATRON])),
-        "megatron": 0 if by_kind[lf.STEP_TIME] else len(by_kind[lf.MEGATRON]),
-        "nemo2": len(by_kind[lf.NEMO2]),
-        "nemo_delta_timing": len(by_kind[lf.NEMO_DELTA]),
-        "nemo1_tqdm": len({r.step for r in by_kind[lf.TQDM]}),
-        "automodel": len(by_kind[lf.AUTOMODEL]),
-        "automodel_benchmark": len(by_kind[lf.AM_TIME]),
-        "torchtitan": len(by_kind[lf.TITAN]),
-    }
-    best = max(counts.values())
-    if best == 0:
-        return None
-    return next(f for f in FORMATS if counts[f] == best)
+def choose(by_kind: lf.ByKind) -> lf.LogFormat | None:
+    """The format that scores highest (ties: registry order), or None when all score 0."""
+    best, chosen = 0, None
+    for fmt in lf.REGISTRY:
+        score = fmt.score(by_kind)
+        if score > best:
+            best, chosen = score, fmt
+    return chosen

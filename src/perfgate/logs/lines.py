@@ -1,7 +1,8 @@
 """One physical log line -> the step records it holds, for every log format perfgate reads.
 
 Strips ANSI codes and the srun/torchrun rank label, finds each format's anchors (records may be
-glued without a newline), and hands each anchor's text to its builder (perfgate.logs.shapes).
+glued without a newline), and hands each anchor's span to its builder (the shapes of
+perfgate.logs.formats.GATES).
 Pure stdlib (the workload imports it inside the container).
 """
 
@@ -10,23 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from perfgate.logs import shapes as sh
-from perfgate.logs.formats import (
-    AM_ITER,
-    AM_MFU,
-    AM_SUMMARY,
-    AM_TIME,
-    AUTOMODEL,
-    MAX_STEP,
-    MEGATRON,
-    MEMORY,
-    NEMO2,
-    NEMO_DELTA,
-    STEP_TIME,
-    TITAN,
-    TQDM,
-    Record,
-)
+from perfgate.logs.formats import GATES, MAX_STEP, Record, Shape, Span
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 # srun -l label (`0: `, ` 0: `), torchrun --tee labels (`[default3]:`, `[rank3]:`), possibly
@@ -55,43 +40,23 @@ def extract(line: str, keep: Callable[[str, int | None], bool] | None = None) ->
     keep(kind, rank), if given, is asked before a record is built: False skips it cheaply.
     """
     rank, line = split_prefix(line)
-    anchors: list[tuple[int, int, str, re.Match[str]]] = []
-
-    def find(kind: str, regex: re.Pattern[str]) -> None:
-        for m in regex.finditer(line):
-            anchors.append((m.start(), m.end(), kind, m))
-
-    if "iteration" in line:
-        find(NEMO2, sh.RE_NEMO2)
-        find(MEGATRON, sh.RE_MEGATRON)
-        find(MEMORY, sh.RE_MEMORY)
-        find(AM_SUMMARY, sh.RE_AM_AVG)
-    if "Step Time" in line:
-        find(STEP_TIME, sh.RE_STEP_TIME)
-    if "train_step_timing in s=" in line:
-        find(NEMO_DELTA, sh.RE_DELTA)
-        find(TQDM, sh.RE_TQDM)
-    if "tps" in line:
-        find(AUTOMODEL, sh.RE_AUTOMODEL)
-        find(TITAN, sh.RE_TITAN)
-    if "Iteration" in line:
-        find(AM_ITER, sh.RE_AM_ITER)
-    if "Max iter time" in line:
-        find(AM_TIME, sh.RE_AM_TIME)
-    if "MFU:" in line:
-        find(AM_MFU, sh.RE_AM_MFU)
-        find(AM_SUMMARY, sh.RE_AM_AVG_MFU)
+    anchors: list[tuple[int, int, Shape, re.Match[str]]] = []
+    for gate, shapes in GATES:
+        if gate in line:
+            for shape in shapes:
+                for m in shape.regex.finditer(line):
+                    anchors.append((m.start(), m.end(), shape, m))
     if not anchors:
         return []
     anchors.sort(key=lambda a: (a[0], -a[1]))
     anchors = _drop_nested(anchors)
     records = []
-    for i, (start, end, kind, m) in enumerate(anchors):
-        if keep is not None and not keep(kind, rank):
+    for i, (start, end, shape, m) in enumerate(anchors):
+        if keep is not None and not keep(shape.kind, rank):
             continue
         stop = anchors[i + 1][0] if i + 1 < len(anchors) else len(line)
         prev_end = anchors[i - 1][1] if i else 0
-        rec = sh.BUILDERS[kind](m, line, start, end, stop, prev_end)
+        rec = shape.build(Span(m, line, start, end, stop, prev_end))
         if rec is not None and (rec.step is None or abs(rec.step) <= MAX_STEP):
             if rec.rank is None:
                 rec.rank = rank
@@ -100,10 +65,10 @@ def extract(line: str, keep: Callable[[str, int | None], bool] | None = None) ->
 
 
 def _drop_nested(
-    anchors: list[tuple[int, int, str, re.Match[str]]],
-) -> list[tuple[int, int, str, re.Match[str]]]:
+    anchors: list[tuple[int, int, Shape, re.Match[str]]],
+) -> list[tuple[int, int, Shape, re.Match[str]]]:
     """Drop anchors inside an earlier one (`iteration 45/99 |` inside a NeMo 2 prefix)."""
-    kept: list[tuple[int, int, str, re.Match[str]]] = []
+    kept: list[tuple[int, int, Shape, re.Match[str]]] = []
     for a in anchors:
         if not kept or a[0] >= kept[-1][1]:
             kept.append(a)

@@ -1,0 +1,111 @@
+"""What several log formats share: field readers, units, log timestamps, and the step-time
+derivation of formats that log throughput but no step time.
+
+Pure stdlib (the workload imports it inside the container).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from datetime import datetime, timezone
+from decimal import Decimal
+
+from perfgate.logs.formats.base import NUM_RE, Derive, Deriver, PartReport, Record, number
+
+GIB = float(1 << 30)
+
+# `| key: value |` fields of NeMo 2, Megatron and memory lines; the value's leading number is used.
+_FIELD = re.compile(r"\|\s*([A-Za-z][^|:]*?)\s*:\s*([^|]*?)\s*(?=\||$)")
+_LOG_TIME = re.compile(r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[,.](\d{1,6}))?")
+
+
+def pipe_fields(text: str) -> dict[str, str]:
+    """The `| key: value` fields of a record's text, values unparsed."""
+    return {k: v for k, v in _FIELD.findall(text)}
+
+
+def put(values: dict[str, float], key: str, raw: str | None, per: float = 1.0) -> None:
+    """values[key] = the number in raw divided by per (a unit: 1000 for ms, 2**30 for bytes)."""
+    if raw is None:
+        return
+    x = number(raw)
+    if x is None:
+        return
+    if per == 1000.0 and math.isfinite(x):
+        # Shift the decimal point of the logged text: 1510.4 ms -> 1.5104 s, not 1.5104000000000002.
+        m = NUM_RE.match(raw.strip())
+        x = float(Decimal(m.group(0)).scaleb(-3)) if m else x / per
+        values[key] = x
+    else:
+        values[key] = x / per if per != 1.0 else x
+
+
+def fraction(percent: float) -> float:
+    """A logged percentage as a fraction, without binary noise (34.37% -> 0.3437)."""
+    return round(percent / 100, 10)
+
+
+def log_time(line: str, lo: int, hi: int) -> float | None:
+    """POSIX seconds of the last `YYYY-MM-DD HH:MM:SS[,mmm]` stamp in line[lo:hi], if any."""
+    stamps = list(_LOG_TIME.finditer(line, lo, hi))
+    if not stamps:
+        return None
+    found = stamps[-1]
+    # Read as UTC: only differences are used, and they must not move with the local zone.
+    base = datetime.fromisoformat(found.group(1).replace("T", " ")).replace(tzinfo=timezone.utc)
+    frac = found.group(2)
+    return base.timestamp() + (int(frac) / 10 ** len(frac) if frac else 0.0)
+
+
+def between_stamps(prev: Record | None, rec: Record, step: int) -> float | None:
+    """Wall time from the previous logged step's line to this one, per step, in one attempt.
+
+    Rounded to 1 us: stamps have at most 1 ms resolution, the rest is float noise.
+    """
+    if (
+        prev is None
+        or prev.time is None
+        or rec.time is None
+        or prev.values.get("_attempt") != rec.values.get("_attempt")
+    ):
+        return None
+    return round((rec.time - prev.time) / (step - (prev.step or 0)), 6)
+
+
+# step_times(kept, tokens_per_step, num_gpus) -> (how the times were had, steps left without).
+StepTimes = Callable[[dict[int, Record], float | None, int | None], tuple[str | None, int]]
+
+
+def throughput_deriver(
+    logger: str,
+    step_times: StepTimes,
+    problem: str,
+    caveat: Callable[[dict[int, Record], str], str | None] | None = None,
+) -> Deriver:
+    """The deriver of a format without step times: each rank's stream gets step_times; the
+    first stream's outcome is noted (or problem, when no step time could be had).
+    """
+
+    def deriver(part: PartReport, tokens_per_step: float | None, num_gpus: int | None) -> Derive:
+        def derive(kept: dict[int, Record], first_stream: bool) -> None:
+            how, missing = step_times(kept, tokens_per_step, num_gpus)
+            if not first_stream:
+                return
+            if not how:
+                part.problem = problem
+                return
+            part.notes.append(f"{part.origin}: {logger} step times derived from {how}")
+            note = caveat(kept, how) if caveat else None
+            if note:
+                part.notes.append(f"{part.origin}: {note}")
+            if missing:
+                part.notes.append(
+                    f"{part.origin}: {missing} logged steps had no earlier timestamp in the "
+                    "same attempt to measure from; dropped"
+                )
+
+        return derive
+
+    return deriver
