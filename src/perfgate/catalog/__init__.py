@@ -7,7 +7,6 @@ atomically under a lock.
 
 from perfgate.catalog.rows import (
     BACKENDS,
-    EXECUTORS,
     FLOPS_CONVENTIONS,
     FP8_RECIPES,
     GPUS,
@@ -29,7 +28,6 @@ from perfgate.catalog.store import Catalog, load_catalog, load_file, update_base
 
 __all__ = [
     "BACKENDS",
-    "EXECUTORS",
     "FLOPS_CONVENTIONS",
     "FP8_RECIPES",
     "GPUS",
