@@ -6,8 +6,11 @@ Layers, lowest first; a module imports only from its own layer or below, with no
     <-  verdicts  <-  launch report workload  <-  suite  <-  cli
 
 workload/ runs inside the container with the standard library and NeMo only: it imports just
-the modules in WORKLOAD_MAY_IMPORT and itself. A function-level import is allowed only for
-the heavy or optional dependencies in LAZY_OK (and must say why in a comment).
+the modules in WORKLOAD_MAY_IMPORT and itself. Inside launch/, the code that runs in the
+allocation (IN_ALLOCATION) imports none of the login node's (ALLOCATION_MAY_IMPORT), and the
+executors sit below the planner and the session (EXECUTORS_MAY_IMPORT). A function-level
+import is allowed only for the heavy or optional dependencies in LAZY_OK (and must say why in
+a comment).
 """
 
 from __future__ import annotations
@@ -61,6 +64,29 @@ WORKLOAD_MAY_IMPORT = (
     "perfgate.catalog",  # rows and their JSON schema
     "perfgate.logs",  # the series, steps.json, and the parser the command backend runs live
     "perfgate.workload",
+)
+# The job function and what it asks of the allocation: run on the job's first node.
+IN_ALLOCATION = ("perfgate.launch.job", "perfgate.launch.allocation")
+# What of the launcher they may import: not the login node's submission, states, sessions,
+# planning or checks (nor submitit, which only runs them).
+ALLOCATION_MAY_IMPORT = (
+    "perfgate.launch.allocation",
+    "perfgate.launch.jobcontext",  # the pickled context and the paths it derives
+    "perfgate.launch.collect",  # the job reads its folder back as the session does
+    "perfgate.launch.jobimages",
+    "perfgate.launch.images",
+    "perfgate.launch.runtimes",  # what each srun task runs
+)
+# The executors know jobs, not rows' plans or sessions: the planner and the session use them.
+EXECUTORS_MAY_IMPORT = (
+    "perfgate.launch.executors",
+    "perfgate.launch.allocation",  # the launch line --dry-run shows is the one the job runs
+    "perfgate.launch.jobcontext",
+    "perfgate.launch.slurmstate",
+    "perfgate.launch.types",
+    "perfgate.launch.checks",
+    "perfgate.launch.images",
+    "submitit",  # what submits and renders the jobs
 )
 # Third-party modules a function may import lazily: heavy (NeMo, torch, Megatron, matplotlib)
 # or not always installed (PyYAML inside a container, filelock where only stdlib is promised).
@@ -212,6 +238,23 @@ def workload_escapes(imports: list[Import]) -> list[str]:
     ]
 
 
+def _within(module: str, names: tuple[str, ...]) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in names)
+
+
+def launch_escapes(
+    imports: list[Import], modules: tuple[str, ...], allowed: tuple[str, ...]
+) -> list[str]:
+    """Imports of the launcher (or submitit) by these modules outside what they may import."""
+    return [
+        f"{i.module}:{i.line} imports {i.target}"
+        for i in imports
+        if _within(i.module, modules)
+        and (_within(i.target, ("perfgate.launch", "submitit")) and i.target != "perfgate.launch")
+        and not _within(i.target, allowed)
+    ]
+
+
 def lazy_imports(imports: list[Import]) -> list[str]:
     return [
         f"{i.module}:{i.line} imports {i.target} inside a function"
@@ -239,6 +282,15 @@ def test_the_workload_imports_only_what_runs_inside_the_container() -> None:
     assert workload_escapes(all_imports()) == []
 
 
+def test_the_code_in_the_allocation_imports_nothing_of_the_login_node() -> None:
+    assert launch_escapes(all_imports(), IN_ALLOCATION, ALLOCATION_MAY_IMPORT) == []
+
+
+def test_the_executors_sit_below_the_planner_and_the_session() -> None:
+    executors = ("perfgate.launch.executors",)
+    assert launch_escapes(all_imports(), executors, EXECUTORS_MAY_IMPORT) == []
+
+
 def test_function_level_imports_only_for_heavy_or_optional_dependencies() -> None:
     assert lazy_imports(all_imports()) == []
 
@@ -251,6 +303,8 @@ def test_the_rules_catch_what_they_forbid() -> None:
         Import("perfgate.logs.scan", "perfgate.logs.series", 3, False),  # ... of two
         Import("perfgate.workload.spec", "perfgate.launch.planning", 4, False),  # container
         Import("perfgate.suite.state", "perfgate.launch", 5, True),  # function-level
+        Import("perfgate.launch.allocation.slurm", "perfgate.launch.slurmstate", 6, False),
+        Import("perfgate.launch.executors.local", "perfgate.launch.session", 7, False),
     ]
     assert upward(fake[:1]) == [
         "perfgate.catalog.rows:1 imports perfgate.verdicts.single "
@@ -260,6 +314,12 @@ def test_the_rules_catch_what_they_forbid() -> None:
     assert workload_escapes(fake) == ["perfgate.workload.spec:4 imports perfgate.launch.planning"]
     assert lazy_imports(fake) == [
         "perfgate.suite.state:5 imports perfgate.launch inside a function"
+    ]
+    assert launch_escapes(fake, IN_ALLOCATION, ALLOCATION_MAY_IMPORT) == [
+        "perfgate.launch.allocation.slurm:6 imports perfgate.launch.slurmstate"
+    ]
+    assert launch_escapes(fake, ("perfgate.launch.executors",), EXECUTORS_MAY_IMPORT) == [
+        "perfgate.launch.executors.local:7 imports perfgate.launch.session"
     ]
 
 
