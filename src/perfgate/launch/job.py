@@ -2,14 +2,13 @@
 
 It prepares images (a registry URI is imported once per allocation, and the file it made is
 hashed; a squashfs file given by the user is only stat'ed here: the session hashes it on the
-login node, in no allocation's time), then starts each workload launch in
-order (counterbalanced AB BA AB.. in A/B mode) the way its executor starts ranks (one srun
-over the whole allocation, or N local ranks: perfgate.launch.allocation); waits; and collects
-what rank 0 recorded. In A/B
-mode a callback may ask for one more pair, in the same alternating order, while time
-allows. On SIGTERM (time limit, scancel, preemption) it stops the launch, records how far it
-got and exits WITHOUT a result, so the session reads the folder with Slurm's final state
-instead of a half-truth.
+login node, in no allocation's time), then starts each workload launch in order
+(counterbalanced AB BA AB.. in A/B mode) the way its executor starts ranks (one srun over the
+whole allocation, or N local ranks: perfgate.launch.allocation); waits; and collects what rank
+0 recorded. In A/B mode a callback may ask for one more pair, in the same alternating order,
+while time allows. On SIGTERM (time limit, scancel, preemption) it stops the launch, records
+how far it got and exits WITHOUT a result, so the session reads the folder with Slurm's final
+state instead of a half-truth.
 """
 
 from __future__ import annotations
