@@ -14,6 +14,10 @@ allowed only for the heavy or optional dependencies in LAZY_OK (and must say why
 
 perfgate.logs.formats: a format family module imports only FORMAT_SHARED and the standard
 library, never another family; only the registry (the package's __init__) imports families.
+
+Inside launch/, the code that runs in the allocation (IN_ALLOCATION) imports none of the
+login node's (ALLOCATION_MAY_IMPORT), and the executors sit below the planner and the session
+(EXECUTORS_MAY_IMPORT).
 """
 
 from __future__ import annotations
@@ -68,6 +72,29 @@ WORKLOAD_MAY_IMPORT = (
     "perfgate.catalog",  # rows and their JSON schema
     "perfgate.logs",  # the series, steps.json, and the parser the command backend runs live
     "perfgate.workload",
+)
+# The job function and what it asks of the allocation: run on the job's first node.
+IN_ALLOCATION = ("perfgate.launch.job", "perfgate.launch.allocation")
+# What of the launcher they may import: not the login node's submission, states, sessions,
+# planning or checks (nor submitit, which only runs them).
+ALLOCATION_MAY_IMPORT = (
+    "perfgate.launch.allocation",
+    "perfgate.launch.jobcontext",  # the pickled context and the paths it derives
+    "perfgate.launch.collect",  # the job reads its folder back as the session does
+    "perfgate.launch.jobimages",
+    "perfgate.launch.images",
+    "perfgate.launch.runtimes",  # what each srun task runs
+)
+# The executors know jobs, not rows' plans or sessions: the planner and the session use them.
+EXECUTORS_MAY_IMPORT = (
+    "perfgate.launch.executors",
+    "perfgate.launch.allocation",  # the launch line --dry-run shows is the one the job runs
+    "perfgate.launch.jobcontext",
+    "perfgate.launch.slurmstate",
+    "perfgate.launch.types",
+    "perfgate.launch.checks",
+    "perfgate.launch.images",
+    "submitit",  # what submits and renders the jobs
 )
 # Third-party modules a function may import lazily: heavy (NeMo, torch, Megatron, matplotlib)
 # or not always installed (PyYAML inside a container, filelock where only stdlib is promised).
@@ -242,6 +269,23 @@ def format_escapes(imports: list[Import]) -> list[str]:
     return bad
 
 
+def _within(module: str, names: tuple[str, ...]) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in names)
+
+
+def launch_escapes(
+    imports: list[Import], modules: tuple[str, ...], allowed: tuple[str, ...]
+) -> list[str]:
+    """Imports of the launcher (or submitit) by these modules outside what they may import."""
+    return [
+        f"{i.module}:{i.line} imports {i.target}"
+        for i in imports
+        if _within(i.module, modules)
+        and (_within(i.target, ("perfgate.launch", "submitit")) and i.target != "perfgate.launch")
+        and not _within(i.target, allowed)
+    ]
+
+
 def lazy_imports(imports: list[Import]) -> list[str]:
     return [
         f"{i.module}:{i.line} imports {i.target} inside a function"
@@ -318,6 +362,15 @@ def test_log_format_families_import_only_the_shared_modules() -> None:
     assert format_escapes(all_imports()) == []
 
 
+def test_the_code_in_the_allocation_imports_nothing_of_the_login_node() -> None:
+    assert launch_escapes(all_imports(), IN_ALLOCATION, ALLOCATION_MAY_IMPORT) == []
+
+
+def test_the_executors_sit_below_the_planner_and_the_session() -> None:
+    executors = ("perfgate.launch.executors",)
+    assert launch_escapes(all_imports(), executors, EXECUTORS_MAY_IMPORT) == []
+
+
 def test_function_level_imports_only_for_heavy_or_optional_dependencies() -> None:
     assert lazy_imports(all_imports()) == []
 
@@ -342,6 +395,8 @@ def test_the_rules_catch_what_they_forbid() -> None:
         Import("perfgate.verdicts.single", "pytest", 9, False),  # pytest outside the suite
         Import("perfgate.logs.formats.nemo2", "perfgate.logs.formats.megatron", 10, False),
         Import("perfgate.logs.assemble", "perfgate.logs.formats.torchtitan", 11, False),
+        Import("perfgate.launch.allocation.slurm", "perfgate.launch.slurmstate", 12, False),
+        Import("perfgate.launch.executors.local", "perfgate.launch.session", 13, False),
     ]
     assert upward(fake[:1]) == [
         "perfgate.catalog.rows:1 imports perfgate.verdicts.single "
@@ -364,6 +419,12 @@ def test_the_rules_catch_what_they_forbid() -> None:
     assert format_escapes(fake) == [
         "perfgate.logs.formats.nemo2:10 imports perfgate.logs.formats.megatron",
         "perfgate.logs.assemble:11 imports perfgate.logs.formats.torchtitan (use the registry)",
+    ]
+    assert launch_escapes(fake, IN_ALLOCATION, ALLOCATION_MAY_IMPORT) == [
+        "perfgate.launch.allocation.slurm:12 imports perfgate.launch.slurmstate"
+    ]
+    assert launch_escapes(fake, ("perfgate.launch.executors",), EXECUTORS_MAY_IMPORT) == [
+        "perfgate.launch.executors.local:13 imports perfgate.launch.session"
     ]
 
 

@@ -10,8 +10,9 @@ import pytest
 
 from perfgate.errors import ConfigError
 from perfgate.launch import plan
+from perfgate.launch.allocation.slurm import srun_argv
 from perfgate.launch.envs import load_env_file
-from perfgate.launch.planning import context, pair_launches, srun_argv
+from perfgate.launch.planning import context, pair_launches
 from perfgate.launch.runtimes import CONTAINER_SRC
 from perfgate.launch.types import LaunchOptions
 from perfgate.runs import launch_order

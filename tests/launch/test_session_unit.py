@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,15 +18,12 @@ from perfgate.logs import stepfile
 
 
 def stub(monkeypatch, s: LaunchSession, answer) -> list[str]:
-    """Submission gives job 41; states come from answer(); scancel is recorded."""
+    """The executor: submission gives job 41; states come from answer(); cancels are recorded."""
     cancelled: list[str] = []
-
-    def submit(e):
-        e.job_id, e.submitted_at, e.pending_since = "41", time.time(), time.monotonic()
-
-    monkeypatch.setattr(s, "_submit", submit)
-    monkeypatch.setattr(s.states, "query", lambda ids: answer())
-    monkeypatch.setattr(s, "_cancel_ids", lambda ids: cancelled.extend(i for i in ids if i))
+    monkeypatch.setattr(s.executor, "require", lambda: None)
+    monkeypatch.setattr(s.executor, "submit", lambda fn, ctx, options: "41")
+    monkeypatch.setattr(s.executor, "states", lambda ids: answer())
+    monkeypatch.setattr(s.executor, "cancel", cancelled.extend)
     return cancelled
 
 
@@ -46,7 +44,9 @@ def test_a_running_job_past_its_limit_plus_grace_is_given_up(command_row, tmp_pa
     entry = s.entries[command_row.id]
     # seen RUNNING for an hour (limit: 2 min); with info set, a first refresh that comes only
     # now is no transition to RUNNING, so it does not restart the clock
-    entry.info, entry.running_since = JobInfo("41", "RUNNING"), time.monotonic() - 3600
+    s.entries[command_row.id] = replace(
+        entry, info=JobInfo("41", "RUNNING"), phase="RUNNING", since=time.monotonic() - 3600
+    )
     r = s.result(command_row.id, timeout_s=10)
     assert r.diagnosis.cause == "UNKNOWN" and "no final state" in r.diagnosis.message
     assert cancelled == ["41"]

@@ -54,9 +54,8 @@ PRECISION_TOKENS = {
 FLOPS_CONVENTIONS = ("nemo2", "nemo2_2509", "megatron", "megatron_bridge", "llmb", "automodel")
 # GPU types, in the order of hardware.GPUS (their specs): row markers, file names, replay.
 GPUS = tuple(hardware.GPUS)
-# How rows run: the executor (--executor) and how a launch gets its image (--container-runtime,
-# perfgate.launch.runtimes).
-EXECUTORS = ("slurm", "local")
+# How a launch gets its image (--container-runtime, perfgate.launch.runtimes); the executors
+# (--executor) are perfgate.launch.executors.EXECUTORS.
 RUNTIMES = ("pyxis", "podman", "command", "none")
 
 

@@ -1,6 +1,9 @@
 """One row's job in a launch session: what the session knows of it, and how its RunResult is
 made when the job ends (its result pickle, its folder, a deadline) or never starts.
 
+An Entry never changes: the session replaces it (dataclasses.replace) as its job moves, so a
+reader holds a consistent view. Its one clock, `since`, says when the job was last queued or
+last started running (`phase`): the queue timeout and the time limit both count from it.
 The session (perfgate.launch.session) decides when; this module says what the result is.
 """
 
@@ -10,40 +13,80 @@ import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from submitit.core.utils import pickle_load
 
 from perfgate.catalog import Row
-from perfgate.launch import planning
 from perfgate.launch.collect import collect_job
+from perfgate.launch.jobcontext import JobContext
+from perfgate.launch.requeues import requeued
 from perfgate.launch.slurmstate import JobInfo
 from perfgate.launch.types import JobPlan
 from perfgate.runs import Diagnosis, RunResult
 
+QUEUED = ("PENDING", "REQUEUED")  # states that (re)start the queue clock
 
-@dataclass
+
+@dataclass(frozen=True)
 class Entry:
+    """One row's job: its plan, the scheduler's latest word on it, and its result once over."""
+
     row: Row
     plan: JobPlan
-    ctx: planning.JobContext
+    ctx: JobContext
     test_id: str | None = None
     job_id: str | None = None
-    submitted_at: float | None = None  # wall clock
-    running_since: float | None = None
-    pending_since: float | None = None
-    unknown_since: float | None = None
-    info: JobInfo | None = None
+    submitted_at: float | None = None  # wall clock, for the state file only (no deadline)
+    info: JobInfo | None = None  # the scheduler's latest answer (kept while it has none)
+    phase: str = "PENDING"  # what `since` counts: PENDING (queue timeout), RUNNING (time limit)
+    since: float = 0.0  # monotonic time the job last entered its phase
     result: RunResult | None = None
-    local_job: Any = None  # submitit LocalJob (local executor)
     resumed: bool = False
     # Why each earlier attempt ended ("NODE_FAIL on n2", "PREEMPTED"); None while accounting
     # has not recorded it yet (looked up again on the next polls).
-    requeues: list[str | None] = dataclasses.field(default_factory=list)
+    requeues: tuple[str | None, ...] = ()
 
     @property
     def done(self) -> bool:
+        """The job is over (or was never submitted): its result is final."""
         return self.result is not None
+
+    def submitted(self, job_id: str) -> Entry:
+        """Just submitted: queued from now."""
+        now = time.monotonic()
+        return dataclasses.replace(
+            self, job_id=job_id, submitted_at=time.time(), phase="PENDING", since=now
+        )
+
+    def reattached(self, job_id: str, info: JobInfo, submitted_at: float) -> Entry:
+        """Taken over from an earlier session: a running job's clock counts from its start."""
+        now = time.monotonic()
+        running = info.state == "RUNNING"
+        return dataclasses.replace(
+            self,
+            job_id=job_id,
+            submitted_at=submitted_at,
+            resumed=True,
+            info=info,
+            phase="RUNNING" if running else "PENDING",
+            since=now - (info.elapsed_s or 0.0) if running else now,
+        )
+
+    def seen(self, info: JobInfo, now: float) -> Entry:
+        """After the scheduler's latest answer: a requeue noted, the clock restarted when the
+        job starts running or queues again (a requeued job's queue clock restarts)."""
+        was = self.info.state if self.info else None
+        causes = (*self.requeues, None) if requeued(was, info.state) else self.requeues
+        phase, since = self.phase, self.since
+        if info.state == "RUNNING" and was != "RUNNING":
+            phase, since = "RUNNING", now
+        if info.state in QUEUED and was not in QUEUED:
+            phase, since = "PENDING", now
+        return dataclasses.replace(self, info=info, requeues=causes, phase=phase, since=since)
+
+    def ended(self, result: RunResult) -> Entry:
+        """With its final result."""
+        return dataclasses.replace(self, result=result)
 
 
 def pickle_path(e: Entry, job_id: str | None = None) -> Path:

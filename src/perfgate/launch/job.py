@@ -2,13 +2,13 @@
 
 It prepares images (a registry URI is imported once per allocation, and the file it made is
 hashed; a squashfs file given by the user is only stat'ed here: the session hashes it on the
-login node, in no allocation's time), then starts each workload launch in
-order (counterbalanced AB BA AB.. in A/B mode) with one srun over the whole allocation, or
-with N local ranks for the local executor; waits; and collects what rank 0 recorded. In A/B
-mode a callback may ask for one more pair, in the same alternating order, while time
-allows. On SIGTERM (time limit, scancel, preemption) it stops the launch, records how far it
-got and exits WITHOUT a result, so the session reads the folder with Slurm's final state
-instead of a half-truth.
+login node, in no allocation's time), then starts each workload launch in order
+(counterbalanced AB BA AB.. in A/B mode) the way its executor starts ranks (one srun over the
+whole allocation, or N local ranks: perfgate.launch.allocation); waits; and collects what rank
+0 recorded. In A/B mode a callback may ask for one more pair, in the same alternating order,
+while time allows. On SIGTERM (time limit, scancel, preemption) it stops the launch, records
+how far it got and exits WITHOUT a result, so the session reads the folder with Slurm's final
+state instead of a half-truth.
 """
 
 from __future__ import annotations
@@ -23,21 +23,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from perfgate.launch.allocation import allocation_for
+from perfgate.launch.allocation.base import output, stop
 from perfgate.launch.collect import JOB_LOG, MANIFEST, collect_job, write_json
-from perfgate.launch.jobimages import JobImages
-from perfgate.launch.planning import (
+from perfgate.launch.jobcontext import (
     JobContext,
     container_env_names,
-    local_argv,
     pair_launches,
     run_dir,
-    srun_argv,
     workload_spec,
 )
+from perfgate.launch.jobimages import JobImages
 from perfgate.runs import RunResult, ab_images
-
-STOP_GRACE_S = 10  # between SIGTERM and SIGKILL of a launch we stop
-LOCAL_BAD_EXIT_S = 5  # local ranks: after one fails, the rest get this long (srun -K style)
 
 
 class Stop(Exception):
@@ -49,9 +46,10 @@ class Job:
 
     def __init__(self, ctx: JobContext) -> None:
         self.ctx = ctx
+        self.alloc = allocation_for(ctx)
         self.started = time.monotonic()
         self.attempt = int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0)
-        self.job_id = os.environ.get("SLURM_JOB_ID") if ctx.executor == "slurm" else None
+        self.job_id = self.alloc.job_id
         self.dir = Path(ctx.job_dir) / f"attempt-{self.attempt}"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.launches: list[tuple[str, str | None]] = list(ctx.launches)
@@ -60,7 +58,7 @@ class Job:
             "job_id": self.job_id,
             "executor": ctx.executor,
             "host": socket.gethostname(),
-            "nodes": self.nodes(),
+            "nodes": self.alloc.nodes(),
             "planned": len(self.launches),
             "started_at": _now(),
             "runs": [],
@@ -82,13 +80,6 @@ class Job:
 
     def save(self) -> None:
         write_json(self.dir / MANIFEST, self.manifest)
-
-    def nodes(self) -> list[str]:
-        if self.ctx.executor != "slurm":
-            return [socket.gethostname()]
-        nodelist = os.environ.get("SLURM_JOB_NODELIST", "")
-        out = _run(["scontrol", "show", "hostnames", nodelist]) if nodelist else None
-        return out.split() if out else [socket.gethostname()]
 
     def seconds_left(self) -> float:
         return self.ctx.time_limit_min * 60.0 - (time.monotonic() - self.started)
@@ -121,34 +112,9 @@ class Job:
         runtime = self.ctx.container_runtime
         if runtime == "none" or wanted == {None}:
             return {img: None for img in wanted}
-        return self.images.prepare(wanted, runtime, lambda: _run(["srun", "--help"]) or "")
+        return self.images.prepare(wanted, runtime, lambda: output(["srun", "--help"]) or "")
 
     # --- launches -------------------------------------------------------------------------------
-
-    def mpi(self) -> str | None:
-        if self.ctx.executor != "slurm" or self.ctx.mpi == "none":
-            return None
-        if self.ctx.mpi != "auto":
-            return self.ctx.mpi
-        listed = _run(["srun", "--mpi=list"], stderr=True) or ""
-        if "pmix" not in listed:
-            return None
-        # Listed is not loadable: the plugin may be built while libpmix is missing on the node.
-        probe = _run(["srun", "--mpi=pmix", "--nodes=1", "--ntasks=1", "true"])
-        if probe is None:
-            self.manifest["notes"].append("srun lists pmix but cannot load it: using --mpi=none")
-            return None
-        return "pmix"
-
-    def master_addr(self, nodes: list[str]) -> str:
-        """Address of the first node as Slurm knows it (node names need not resolve)."""
-        if self.ctx.executor != "slurm" or not nodes:
-            return "127.0.0.1"
-        out = _run(["scontrol", "show", "node", nodes[0]]) or ""
-        for token in out.split():
-            if token.startswith("NodeAddr="):
-                return token.split("=", 1)[1]
-        return nodes[0]
 
     def env(self, label: str, image: str | None, addr: str) -> dict[str, str]:
         env = dict(os.environ)
@@ -189,85 +155,23 @@ class Job:
             "image_stamp": self.images.stamps.get(image) if image else None,
             "run_dir": str(rdir),
             # what rank 0 must see as its world size (collect checks it)
-            "tasks": ctx.nodes * ctx.tasks_per_node if ctx.executor == "slurm" else None,
+            "tasks": self.alloc.world_size(),
             "exit_code": None,
             "started_at": _now(),
         }
         self.manifest["runs"].append(entry)
         t0 = time.monotonic()
-        if ctx.executor == "slurm":
-            argv = srun_argv(ctx, rdir, runtime_image, mpi)
-            entry["command"] = argv
-            self.save()
-            with open(rdir / "launcher.log", "wb") as out:
-                self.proc = [subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)]
-                code = self.proc[0].wait()
-        else:
-            code = self.launch_local(rdir, env)
+        entry["command"] = argv = self.alloc.command(rdir, runtime_image, mpi)
+        self.save()
+        code = self.alloc.run(argv, rdir, env, self.proc)
         self.proc = []
         entry.update(exit_code=code, ended_at=_now(), wall_s=round(time.monotonic() - t0, 2))
         self.save()
         return code
 
-    def launch_local(self, rdir: Path, env: dict[str, str]) -> int:
-        """N ranks on this node with torch.distributed's variables; one failure ends them all."""
-        ctx = self.ctx
-        n = ctx.tasks_per_node
-        argv = local_argv(ctx, rdir)
-        self.manifest["runs"][-1]["command"] = argv
-        self.save()
-        if ctx.cuda_visible_devices is None:
-            env.pop("CUDA_VISIBLE_DEVICES", None)  # submitit's local controller set its own
-        else:
-            env["CUDA_VISIBLE_DEVICES"] = ctx.cuda_visible_devices
-        files = []
-        for rank in range(n):
-            renv = {
-                **env,
-                "RANK": str(rank),
-                "LOCAL_RANK": str(rank),
-                "WORLD_SIZE": str(n),
-                "LOCAL_WORLD_SIZE": str(n),
-                "GROUP_RANK": "0",
-            }
-            f = open(rdir / f"rank-{rank}.log", "wb")  # noqa: SIM115 (closed below)
-            files.append(f)
-            self.proc.append(subprocess.Popen(argv, env=renv, stdout=f, stderr=subprocess.STDOUT))
-        try:
-            codes: dict[int, int] = {}
-            bad_since: float | None = None
-            while len(codes) < n:
-                for rank, p in enumerate(self.proc):
-                    if rank not in codes and p.poll() is not None:
-                        codes[rank] = p.returncode
-                        if p.returncode != 0 and bad_since is None:
-                            bad_since = time.monotonic()
-                if bad_since is not None and time.monotonic() - bad_since > LOCAL_BAD_EXIT_S:
-                    self.stop_launch()
-                time.sleep(0.2)
-            first_bad = next((codes[r] for r in sorted(codes) if codes[r] != 0), 0)
-            if first_bad:
-                bad = [r for r in sorted(codes) if codes[r] != 0]
-                with open(rdir / "launcher.log", "a") as f:
-                    for r in bad:
-                        f.write(f"local: error: task {r}: Exited with exit code {codes[r]}\n")
-            return first_bad
-        finally:
-            for f in files:
-                f.close()
-
     def stop_launch(self) -> None:
         """SIGTERM the running launch (srun forwards it to every task), SIGKILL if it lingers."""
-        live = [p for p in self.proc if p.poll() is None]
-        for p in live:
-            p.terminate()
-        deadline = time.monotonic() + STOP_GRACE_S
-        for p in live:
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop(self.proc)
 
     def want_more_pairs(self, durations: list[float]) -> bool:
         """After the last planned pair: ask the callback, then check the time left."""
@@ -311,11 +215,11 @@ class Job:
 
     def _run(self) -> RunResult:
         ctx = self.ctx
-        status = "COMPLETED" if ctx.executor == "slurm" else "LOCAL"
+        status = self.alloc.state(ok=True)
         try:
             mapping = self.prepare_images()
-            mpi = self.mpi()
-            addr = self.master_addr(self.manifest["nodes"])
+            mpi = self.alloc.mpi(self.manifest["notes"])
+            addr = self.alloc.master_addr(self.manifest["nodes"])
             self.log(
                 f"row {ctx.row_id}: {len(self.launches)} launch(es) on "
                 f"{','.join(self.manifest['nodes'])}; MASTER_ADDR={addr}; mpi={mpi}; "
@@ -330,7 +234,7 @@ class Job:
                 durations.append(time.monotonic() - t0)
                 if code != 0:
                     self.log(f"launch {i + 1} ({label}) exited with status {code}: stopping")
-                    status = "FAILED" if ctx.executor == "slurm" else "LOCAL"
+                    status = self.alloc.state(ok=False)
                     break
                 i += 1
                 if i == len(self.launches) and self.want_more_pairs(durations):
@@ -347,7 +251,7 @@ class Job:
         except RuntimeError as e:
             self.manifest["error"] = str(e)
             self.log(str(e))
-            status = "FAILED" if ctx.executor == "slurm" else "LOCAL"
+            status = self.alloc.state(ok=False)
         self.manifest["ended_at"] = _now()
         self.save()
         return collect_job(
@@ -373,14 +277,3 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("", 0))
         return s.getsockname()[1]
-
-
-def _run(cmd: list[str], stderr: bool = False) -> str | None:
-    """stdout (and stderr) of a short command, None when it fails or is missing."""
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if p.returncode != 0:
-        return None
-    return p.stdout + (p.stderr if stderr else "")

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from perfgate import diagnose as dg
 from perfgate.launch.collect import attempts, requeue_note, run_logs
-from perfgate.launch.slurmstate import JobInfo, SlurmStates
+from perfgate.launch.slurmstate import JobInfo
 from perfgate.runs import RunResult
+
+Causes = tuple[str | None, ...]  # why each earlier attempt ended; None: not known yet
 
 # What a job that was running shows once Slurm has requeued it.
 REQUEUE_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED"})
@@ -27,25 +30,28 @@ def requeued(before: str | None, now: str) -> bool:
 
 
 def track(
-    causes: list[str | None],
+    causes: Causes,
     job_dir: str | os.PathLike[str],
     job_id: str | None,
-    states: SlurmStates | None,
-) -> None:
-    """Complete causes (one per earlier attempt; None: not known yet) in place.
+    recorded: Callable[[str], list[JobInfo]],
+) -> Causes:
+    """causes completed: one per earlier attempt, named where accounting has said why.
 
-    An attempt folder beyond len(causes) is a requeue no poll saw; accounting names each
-    ended attempt's state, looked up again on later polls while slurmdbd lags.
+    An attempt folder beyond len(causes) is a requeue no poll saw; recorded(job_id) gives
+    every attempt the scheduler keeps (the executor's attempts), looked up again on later
+    polls while slurmdbd lags.
     """
+    out = list(causes)
     tried = attempts(job_dir)
-    while tried and len(causes) < tried[-1]:
-        causes.append(None)
-    if None not in causes or states is None or job_id is None:
-        return
-    ended = [a for a in states.attempts(job_id) if not a.active]
-    for k, cause in enumerate(causes):
+    while tried and len(out) < tried[-1]:
+        out.append(None)
+    if None not in out or job_id is None:
+        return tuple(out)
+    ended = [a for a in recorded(job_id) if not a.active]
+    for k, cause in enumerate(out):
         if cause is None and k < len(ended):
-            causes[k] = _cause(Path(job_dir) / f"attempt-{k}", ended[k])
+            out[k] = _cause(Path(job_dir) / f"attempt-{k}", ended[k])
+    return tuple(out)
 
 
 def _cause(adir: Path, info: JobInfo) -> str:
@@ -56,12 +62,12 @@ def _cause(adir: Path, info: JobInfo) -> str:
     return f"{info.state} ({info.nodes})" if info.nodes else info.state
 
 
-def named(causes: list[str | None]) -> tuple[str, ...]:
+def named(causes: Sequence[str | None]) -> tuple[str, ...]:
     """The causes as shown: "a requeue" where accounting has not said why (yet)."""
     return tuple(c or "a requeue" for c in causes)
 
 
-def name_in_result(result: RunResult, causes: list[str | None]) -> RunResult:
+def name_in_result(result: RunResult, causes: Sequence[str | None]) -> RunResult:
     """The result of a requeued job, saying why each earlier attempt ended."""
     if not causes:
         return result

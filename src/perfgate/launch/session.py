@@ -7,17 +7,18 @@ no final state grace_min after its time limit is given up (UNKNOWN). A state fil
 results folder maps rows (and test ids) to job ids, so a new session with resume=True
 re-attaches to jobs still queued or running (or finished with a result) instead of
 submitting them again. SIGINT/SIGTERM cancel every job the session submitted.
-One row's job and how its result is made: perfgate.launch.entry; sbatch: perfgate.launch.submit.
+One row's job and how its result is made: perfgate.launch.entry; how a job is submitted,
+read and cancelled: its executor (perfgate.launch.executors).
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,15 +28,14 @@ from perfgate.launch import entry, planning, requeues, statefile
 from perfgate.launch.collect import progress
 from perfgate.launch.entry import Entry
 from perfgate.launch.envs import export_secrets
-from perfgate.launch.slurmstate import JobInfo, SlurmStates
-from perfgate.launch.submit import require_slurm, submit
+from perfgate.launch.executors import Refused, executor_for
+from perfgate.launch.job import run_job
 from perfgate.launch.types import JobPlan, LaunchOptions
 from perfgate.runs import JobStatus, RunResult
 
 STATE_FILE = statefile.STATE_FILE
 LOST_AFTER_S = 120  # a submitted job Slurm has no record of for this long is given up
 RESULT_GRACE_S = 10  # COMPLETED but no result pickle yet: shared filesystems lag
-FINAL_STATE_WAIT_S = 30  # result pickle written, job still COMPLETING (KillWait, epilog)
 SUBMIT_THREADS = 8  # concurrent sbatch calls when many rows are submitted at once
 RESULT_CHECK_S = 0.2  # how often a waiting result() looks for the result file (a stat)
 MorePairs = Callable[[Sequence[Any]], bool | str]  # A/B: JobContext.more_pairs
@@ -58,13 +58,15 @@ class LaunchSession:
         self.more_pairs = more_pairs
         # Per row (A/B: the rule depends on the row's tolerance); wins over more_pairs.
         self.more_pairs_for = more_pairs_for
-        self.states = SlurmStates()
-        self.entries: dict[str, Entry] = {}
+        self.executor = executor_for(options.executor)
+        self.entries: dict[str, Entry] = {}  # replaced, never changed, as each job moves
         self.order: list[str] = []
         self._last_poll = 0.0
+        # job id -> the first poll the executor had no record of it (cleared when it has)
+        self._silent_since: dict[str, float] = {}
         self._old_handlers: dict[int, Any] = {}
         self._cancelling = False
-        self._scancelled: set[str] = set()  # job ids scancel was run for: never twice
+        self._cancelled_ids: set[str] = set()  # job ids the executor cancelled: never twice
         # (row id, job id, its state then) of every job cancel_all cancelled, in order
         self.cancelled: list[tuple[str, str, str]] = []
         self.state_path = self.results_dir / STATE_FILE
@@ -81,8 +83,7 @@ class LaunchSession:
 
     def submit_all(self, rows: Iterable[Row], test_ids: Mapping[str, str] | None = None) -> None:
         """Plan every row (errors surface now, before anything runs), then submit what fits."""
-        if self.options.executor == "slurm":
-            require_slurm()
+        self.executor.require()
         export_secrets(self.options.env)
         for row in rows:
             if row.id in self.entries:
@@ -93,33 +94,25 @@ class LaunchSession:
             more = self._more_pairs(row)
             p = planning.plan(row, self.options, job_dir=jdir, more_pairs=more)
             ctx = planning.context(row, self.options, jdir, more)
-            e = Entry(row, p, ctx, test_id=(test_ids or {}).get(row.id))
-            self.entries[row.id] = e
+            self.entries[row.id] = Entry(row, p, ctx, test_id=(test_ids or {}).get(row.id))
             self.order.append(row.id)
             if saved.get("job_id"):
-                self._reattach(e, saved)
+                self.entries[row.id] = self._reattach(self.entries[row.id], saved)
         self._save_state()
         self.pump(force=True)
 
-    def _reattach(self, e: Entry, saved: dict[str, Any]) -> None:
+    def _reattach(self, e: Entry, saved: dict[str, Any]) -> Entry:
         """Take over a job an earlier session submitted when it is still ours and alive."""
-        if self.options.executor != "slurm" or saved.get("cancelled"):
-            return
+        if not self.executor.resumable or saved.get("cancelled"):
+            return e
         job_id = str(saved["job_id"])
-        info = self.states.query([job_id]).get(job_id)
+        info = self.executor.states([job_id]).get(job_id)
         name = f"{self.options.job_name_prefix}-{e.row.id}"
         if info is None or (info.name and info.name != name):
-            return  # job ids restart on a new cluster: a different job now has this id
+            return e  # job ids restart on a new cluster: a different job now has this id
         if info.active or (info.state == "COMPLETED" and entry.pickle_path(e, job_id).exists()):
-            e.job_id = job_id
-            e.submitted_at = saved.get("submitted_at", time.time())
-            e.resumed = True
-            e.info = info
-            now = time.monotonic()
-            if info.state == "RUNNING":
-                e.running_since = now - (info.elapsed_s or 0.0)
-            else:
-                e.pending_since = now
+            return e.reattached(job_id, info, saved.get("submitted_at", time.time()))
+        return e
 
     def _slots(self) -> int:
         cap = self.options.max_concurrent_jobs
@@ -129,7 +122,7 @@ class LaunchSession:
     def _submit_many(self, entries: list[Entry]) -> None:
         """Submit several rows at once: sbatch takes ~0.1 s a call, one after the other 12
         rows cost more than a second of the sweep (bench-launch-sweep)."""
-        if len(entries) == 1 or self.options.executor != "slurm":
+        if len(entries) == 1 or not self.executor.parallel_submit:
             for e in entries:
                 self._submit(e)
             return
@@ -137,7 +130,14 @@ class LaunchSession:
             list(pool.map(self._submit, entries))
 
     def _submit(self, e: Entry) -> None:
-        submit(e, self.options)
+        """Submit e's job; its entry gets the job id, or its NOT_SUBMITTED result (one refusal
+        never stops the other rows). Recorded at once: a signal's cancel_all must see it."""
+        try:
+            job_id = self.executor.submit(run_job, e.ctx, self.options)
+        except Refused as err:
+            self.entries[e.row.id] = e.ended(entry.not_submitted(e, err.line))
+            return
+        self.entries[e.row.id] = e.submitted(job_id)
 
     # --- state ---------------------------------------------------------------------------------
 
@@ -158,117 +158,79 @@ class LaunchSession:
             e = self.entries[rid]
             if e.job_id and not e.done:
                 if polled:
-                    self._track_requeues(e)
-                if self._check(e):
-                    self._track_requeues(e)
+                    e = self._track_requeues(e)
+                e = self._check(e)
+                if e.done:
+                    e = self._track_requeues(e)
                     assert e.result is not None
-                    e.result = requeues.name_in_result(e.result, e.requeues)
+                    e = e.ended(requeues.name_in_result(e.result, e.requeues))
                     changed = True
+                self.entries[rid] = e
         if changed:
             self._save_state()
 
     def _refresh(self) -> None:
         live = [e for e in self.entries.values() if e.job_id and not e.done]
-        if self.options.executor == "slurm":
-            infos = self.states.query(e.job_id for e in live)
-        else:
-            infos = {}
-            for e in live:
-                st = e.local_job.state if e.local_job is not None else "UNKNOWN"
-                state = {"RUNNING": "RUNNING", "FINISHED": "COMPLETED"}.get(st, "FAILED")
-                infos[e.job_id] = JobInfo(e.job_id, state, source="local")
+        infos = self.executor.states(e.job_id for e in live)
         now = time.monotonic()
         for e in live:
             info = infos.get(e.job_id)
             if info is None:
-                e.unknown_since = e.unknown_since or now
+                self._silent_since.setdefault(e.job_id, now)
                 continue
-            e.unknown_since = None
-            was = e.info.state if e.info else None
-            if requeues.requeued(was, info.state):
-                e.requeues.append(None)  # the attempt that ran has ended: Slurm requeued it
-            if info.state == "RUNNING" and (e.info is None or e.info.state != "RUNNING"):
-                e.running_since = now
-            if info.state in ("PENDING", "REQUEUED") and (
-                e.info is None or e.info.state not in ("PENDING", "REQUEUED")
-            ):
-                e.pending_since = now  # a requeued job queues again: its clock restarts
-                e.running_since = None
-            e.info = info
+            self._silent_since.pop(e.job_id, None)
+            self.entries[e.row.id] = e.seen(info, now)
 
-    def _track_requeues(self, e: Entry) -> None:
-        slurm = self.states if self.options.executor == "slurm" else None
-        requeues.track(e.requeues, e.plan.job_dir, e.job_id, slurm)
+    def _track_requeues(self, e: Entry) -> Entry:
+        causes = requeues.track(e.requeues, e.plan.job_dir, e.job_id, self.executor.attempts)
+        return replace(e, requeues=causes)
 
-    def _check(self, e: Entry) -> bool:
-        """Finish e when its job is over or past a deadline; True when it finished."""
+    def _check(self, e: Entry) -> Entry:
+        """e finished (with its result) when its job is over or past a deadline, else e."""
         pickle = entry.pickle_path(e)
         info = e.info
         if pickle.exists():
-            self._finish_from_pickle(e, pickle)
-            return True
+            return self._finish_from_pickle(e, pickle)
         if info is not None and info.terminal:
             if info.state == "COMPLETED":
                 deadline = time.monotonic() + RESULT_GRACE_S
                 while not pickle.exists() and time.monotonic() < deadline:
                     time.sleep(0.5)
                 if pickle.exists():
-                    self._finish_from_pickle(e, pickle)
-                    return True
-            self._finish_from_folder(e, info.state)
-            return True
+                    return self._finish_from_pickle(e, pickle)
+            return e.ended(entry.collect(e, info.state))
         now = time.monotonic()
         opts = self.options
-        if e.unknown_since and now - e.unknown_since > max(LOST_AFTER_S, 3 * opts.poll_interval_s):
-            self._give_up(e, "UNKNOWN", f"Slurm has no record of job {e.job_id}")
-            return True
-        pending_s = now - e.pending_since if e.pending_since is not None else 0.0
-        if info and info.state == "PENDING" and pending_s > opts.queue_timeout_min * 60:
-            self._cancel_ids([e.job_id])
-            self._give_up(
+        silent = self._silent_since.get(e.job_id)
+        if silent and now - silent > max(LOST_AFTER_S, 3 * opts.poll_interval_s):
+            return self._give_up(e, "UNKNOWN", f"Slurm has no record of job {e.job_id}")
+        # PENDING is always in the PENDING phase: since is when the job last queued
+        if info and info.state == "PENDING" and now - e.since > opts.queue_timeout_min * 60:
+            self._cancel([e.job_id])
+            return self._give_up(
                 e,
                 "QUEUE_TIMEOUT",
                 f"job {e.job_id} still pending after {opts.queue_timeout_min:g} min "
                 f"(reason: {info.reason or 'none given'}); cancelled",
             )
-            return True
-        if e.running_since is not None:
-            limit_s = (e.ctx.time_limit_min + opts.grace_min) * 60
-            if now - e.running_since > limit_s:
-                self._cancel_ids([e.job_id])
-                self._give_up(
-                    e,
-                    "UNKNOWN",
-                    f"job {e.job_id} shows no final state {opts.grace_min:g} min after its "
-                    f"{e.ctx.time_limit_min} min time limit; cancelled",
-                )
-                return True
-        return False
+        limit_s = (e.ctx.time_limit_min + opts.grace_min) * 60
+        if e.phase == "RUNNING" and now - e.since > limit_s:
+            self._cancel([e.job_id])
+            return self._give_up(
+                e,
+                "UNKNOWN",
+                f"job {e.job_id} shows no final state {opts.grace_min:g} min after its "
+                f"{e.ctx.time_limit_min} min time limit; cancelled",
+            )
+        return e
 
-    def _final_state(self, e: Entry) -> str:
-        if self.options.executor != "slurm":
-            return "LOCAL"
-        # The job writes its result before it ends; at a time limit the srun it waits on can
-        # die first, so the result says FAILED while Slurm is still recording TIMEOUT.
-        deadline = time.monotonic() + FINAL_STATE_WAIT_S
-        while True:
-            info = self.states.query([e.job_id]).get(e.job_id)
-            if info is not None:
-                e.info = info
-                if info.terminal:
-                    return info.state
-            if time.monotonic() >= deadline:
-                return "COMPLETED"
-            time.sleep(0.5)
+    def _finish_from_pickle(self, e: Entry, pickle: Path) -> Entry:
+        state, info = self.executor.final_state(e.job_id)
+        e = replace(e, info=info if info is not None else e.info)
+        return e.ended(entry.from_pickle(e, pickle, state))
 
-    def _finish_from_pickle(self, e: Entry, pickle: Path) -> None:
-        e.result = entry.from_pickle(e, pickle, self._final_state(e))
-
-    def _finish_from_folder(self, e: Entry, state: str) -> None:
-        e.result = entry.collect(e, state)
-
-    def _give_up(self, e: Entry, cause: str, message: str) -> None:
-        e.result = entry.given_up(e, cause, message)
+    def _give_up(self, e: Entry, cause: str, message: str) -> Entry:
+        return e.ended(entry.given_up(e, cause, message))
 
     # --- the API the plugin drives ------------------------------------------------------------
 
@@ -276,20 +238,21 @@ class LaunchSession:
         """Block until this row's job is over and return its result (other jobs keep going)."""
         if row_id not in self.entries:
             raise ConfigError(f"row {row_id} was not submitted in this session")
-        e = self.entries[row_id]
         start = time.monotonic()
-        while not e.done:
+        while not self.entries[row_id].done:
             self.pump()
-            if e.done:
+            if self.entries[row_id].done:
                 break
             if timeout_s is not None and time.monotonic() - start > timeout_s:
                 raise PerfgateError(
-                    f"row {row_id}: no result after {timeout_s:g} s (job {e.job_id})"
+                    f"row {row_id}: no result after {timeout_s:g} s "
+                    f"(job {self.entries[row_id].job_id})"
                 )
             time.sleep(min(RESULT_CHECK_S, self.options.poll_interval_s))
         self._save_state()
-        assert e.result is not None
-        return e.result
+        result = self.entries[row_id].result
+        assert result is not None
+        return result
 
     def wait_all(self) -> dict[str, RunResult]:
         """Every row's result, in submission order."""
@@ -333,38 +296,32 @@ class LaunchSession:
         )
 
     def cancel_all(self) -> list[str]:
-        """scancel every job this session submitted, not finished and not cancelled yet; rows
+        """Cancel every job this session submitted, not finished and not cancelled yet; rows
         not yet submitted are not submitted. Returns the job ids cancelled by this call."""
         self._cancelling = True
         live = [
             e
             for e in (self.entries[rid] for rid in self.order)
-            if e.job_id and not e.done and e.job_id not in self._scancelled
+            if e.job_id and not e.done and e.job_id not in self._cancelled_ids
         ]
         ids = [e.job_id for e in live if e.job_id]
-        if self.options.executor == "slurm":
-            self._cancel_ids(ids)
-        else:
-            for e in live:
-                if e.local_job is not None:
-                    e.local_job.cancel(check=False)
-            self._scancelled.update(ids)
+        self._cancel(ids)
         for e in live:
             self.cancelled.append(
                 (e.row.id, e.job_id or "", e.info.state if e.info else "SUBMITTED")
             )
-        for e in self.entries.values():
+        for rid, e in list(self.entries.items()):
             if e.job_id is None and e.result is None:
-                e.result = entry.never_submitted(e)
-        self._save_state(cancelled=self._scancelled)
+                self.entries[rid] = e.ended(entry.never_submitted(e))
+        self._save_state(cancelled=self._cancelled_ids)
         return ids
 
-    def _cancel_ids(self, ids: Sequence[str | None]) -> None:
-        """One scancel for the ids not cancelled before (a job is scancel'ed at most once)."""
-        ids = [i for i in ids if i and i not in self._scancelled]
-        if ids:
-            self._scancelled.update(ids)
-            subprocess.run(["scancel", *ids], capture_output=True, timeout=60)
+    def _cancel(self, ids: Sequence[str | None]) -> None:
+        """One executor call for the ids not cancelled before (a job is cancelled at most once)."""
+        new = [i for i in ids if i and i not in self._cancelled_ids]
+        if new:
+            self._cancelled_ids.update(new)
+            self.executor.cancel(new)
 
     def install_signal_handlers(self) -> None:
         """Ctrl-C / SIGTERM cancel the session's jobs, then interrupt as usual."""

@@ -31,7 +31,7 @@ TERMINAL_STATES = frozenset(
 class LaunchOptions:
     """Everything the user chose about how and where rows run (from pytest options)."""
 
-    executor: str = "slurm"  # slurm or local
+    executor: str = "slurm"  # a name of perfgate.launch.executors.EXECUTORS
     partition: str | None = None
     account: str | None = None
     qos: str | None = None

@@ -122,16 +122,16 @@ class LiveRunner:
     def wait(self, row: Row, test_id: str | None = None) -> RunResult:
         """Block until this row's job is over, showing job states meanwhile."""
         self.submit([row], {row.id: test_id} if test_id else None)
-        entry = self._session.entries[row.id]
+        entries = self._session.entries  # the session replaces a row's entry as its job moves
         shown_at = -math.inf
         try:
-            while not entry.done:
+            while not entries[row.id].done:
                 if time.monotonic() - shown_at >= self._poll_s:
                     shown_at = time.monotonic()
                     self._show()
                 else:  # between two displays, notice the result within RESULT_CHECK_S
                     self._session.pump()
-                if not entry.done:
+                if not entries[row.id].done:
                     time.sleep(min(RESULT_CHECK_S, self._poll_s))
         finally:
             self._display.pause()

@@ -9,7 +9,8 @@ import os
 
 import pytest
 
-from perfgate.catalog import EXECUTORS, RUNTIMES
+from perfgate.catalog import RUNTIMES
+from perfgate.launch.executors import EXECUTORS
 from perfgate.launch.types import LaunchOptions
 from perfgate.stats.priors import CHOICES
 from perfgate.suite.preflight import DEFAULT_MAX_GPU_HOURS

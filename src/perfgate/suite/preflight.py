@@ -19,6 +19,7 @@ from typing import Any
 
 from perfgate.catalog import Row
 from perfgate.errors import ConfigError
+from perfgate.launch.executors import executor_for
 from perfgate.launch.types import JobPlan
 
 DEFAULT_MAX_GPU_HOURS = 512.0
@@ -172,8 +173,9 @@ def ask_terminal(question: str) -> bool | None:
 
 
 def container_warning(executor: str, runtime: str, image: str | None) -> str | None:
-    """A warning when Slurm jobs would run outside any container without saying so."""
-    if executor == "slurm" and runtime == "pyxis" and not image:
+    """A warning when Slurm jobs would run outside any container without saying so (an
+    executor that starts no container runs where perfgate runs: nothing to warn of)."""
+    if executor_for(executor).starts_containers and runtime == "pyxis" and not image:
         return (
             "perfgate: WARNING: no --container-image: the rows run on the nodes' own software, "
             "not in a NeMo container (give --container-image IMG, or --container-runtime none "
