@@ -312,9 +312,10 @@ def season(
             j = judge_night(st, cluster, rng, night, confirm, slow, flagged)
             judged.append(j)
             node_runs += j.node_runs
-            c["gpu_h"] += st.model.gpu_hours()
-            c["confirm_gpu_h"] += j.confirmations * st.model.gpu_hours()
-            c["confirmations"] += j.confirmations
+            if not step:  # GPU-hours of confirmations at no change (a real step is confirmed)
+                c["gpu_h"] += st.model.gpu_hours()
+                c["confirm_gpu_h"] += j.confirmations * st.model.gpu_hours()
+                c["confirmations"] += j.confirmations
         final = [j.ev.verdict for j in judged]
         if fdr is not None:
             keep = benjamini_hochberg([_p(j.ev) for j in judged], fdr)

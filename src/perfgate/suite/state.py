@@ -212,7 +212,8 @@ class PerfgateState:
         checked = self.check_overrides(row)
         plan = launch.plan(row, s.launch)
         info["plan"] = plan
-        text = describe(row, s.launch.overrides, steps=s.launch.steps)
+        # the steps the job runs: the row's own (or --steps, applied by effective()), else 50
+        text = describe(row, s.launch.overrides, steps=row.steps or s.launch.steps)
         info["description"] = f"{text}overrides: {checked}\n"
         mode = "paired" if plan.max_pairs else "stored"
         msg = dryrun.row_message(row, plan)
