@@ -549,13 +549,19 @@ def matrix(args: argparse.Namespace) -> int:
     """The nightly matrix scenario: print its table (or JSON)."""
     start = time.perf_counter()
     seed = 19 if args.seed is None else args.seed
+    detector_matrix.ROBUST = not args.plain_history
     seasons, nights = (1, 12) if args.quick else (args.seasons, args.nights)
     rows = 30 if args.quick else args.rows
     res = detector_matrix.simulate(
         seed, args.slow_nodes, rows, nights, seasons, args.confirm, args.fdr, args.jobs
     )
     res["seconds"] = round(time.perf_counter() - start, 1)
-    opts = {"slow_nodes": args.slow_nodes, "confirm": args.confirm, "fdr": args.fdr}
+    opts = {
+        "slow_nodes": args.slow_nodes,
+        "confirm": args.confirm,
+        "fdr": args.fdr,
+        "history_noise": "plain" if args.plain_history else "robust",
+    }
     if args.json:
         print(json.dumps({**opts, **res}, indent=1))
     else:
@@ -623,6 +629,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "launches anywhere (the worst case), or none",
     )
     p.add_argument("--confirm", type=int, default=1, help="--matrix: confirmation runs")
+    p.add_argument(
+        "--plain-history",
+        action="store_true",
+        help="--matrix: the history's noise as a plain sum of squares (slow launches in it)",
+    )
     p.add_argument("--fdr", type=float, default=None, help="--matrix: BH over the night's rows")
     p.add_argument("--rows", type=int, default=145, help="--matrix: rows a night")
     p.add_argument("--seasons", type=int, default=4, help="--matrix: independent seasons")

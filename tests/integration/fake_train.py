@@ -3,7 +3,8 @@
 Rank 0 prints NeMo 2.x progress lines (0-based `iteration i/N-1`, 4 significant digits), the
 format perfgate.logs parses from real jobs. Every rank records what it saw of its identity
 and environment in OUTPUT_DIR/ranks/rank-R.json, so tests can check the task layout. Options
-make it slow (or crash) under one "image" (A/B), crash, run out of CUDA memory, hang, or diverge.
+make it slow under one "image" (A/B), on one node (a slow node) or in one launch label (a
+first run but not its confirmation), crash, run out of CUDA memory, hang, or diverge.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def main() -> int:
     ap.add_argument("--first-step-s", type=float, default=0.3)
     ap.add_argument("--slow-image", default=None, help="PERFGATE_IMAGE under which to slow down")
     ap.add_argument("--slowdown", type=float, default=0.0, help="e.g. 0.05 for 5%% slower")
+    ap.add_argument("--slow-node", default=None, help="slow down on this node (a slow node)")
+    ap.add_argument("--slow-label", default=None, help="slow down in launches of this label")
     ap.add_argument("--crash-at", type=int, default=None)
     ap.add_argument("--crash-image", default=None, help="crash only under this PERFGATE_IMAGE")
     ap.add_argument("--oom-at", type=int, default=None)
@@ -70,7 +73,12 @@ def main() -> int:
     if args.crash_image and os.environ.get("PERFGATE_IMAGE") != args.crash_image:
         args.crash_at = None
     slow = 1.0
-    if args.slow_image and os.environ.get("PERFGATE_IMAGE") == args.slow_image:
+    node = seen["SLURMD_NODENAME"] or seen["hostname"]
+    if (
+        (args.slow_image and os.environ.get("PERFGATE_IMAGE") == args.slow_image)
+        or (args.slow_node and node == args.slow_node)
+        or (args.slow_label and os.environ.get("PERFGATE_RUN_LABEL") == args.slow_label)
+    ):
         slow += args.slowdown
     for i in range(steps):
         t0 = time.perf_counter()

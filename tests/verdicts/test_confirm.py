@@ -99,11 +99,21 @@ def test_every_confirmation_must_reproduce_it(row, steps) -> None:
 
 def test_a_confirmation_that_cannot_tell_is_inconclusive(row, steps) -> None:
     first = judge(row, steps, 1.06, "401", ("n1",))
-    noisy = replace(judge(row, steps, 1.03, "402", ("n2",)), verdict="INCONCLUSIVE")
-    ev = combine(first, [noisy])
+    noisy = judge(row, steps, 1.05, "402", ("n2",))
+    wide = replace(noisy.comparison, ci_low=0.01, ci_high=0.09)  # overlaps the first's
+    ev = combine(first, [replace(noisy, verdict="INCONCLUSIVE", comparison=wide)])
     assert ev.verdict == "INCONCLUSIVE"
     assert "neither reproduced nor contradicted it" in ev.message
     assert ev.confirmation["suspect_nodes"] == []
+
+
+def test_a_confirmation_wholly_below_the_first_run_contradicts_it(row, steps) -> None:
+    first = judge(row, steps, 1.25, "411", ("n1",))
+    noisy = judge(row, steps, 1.01, "412", ("n2",))
+    wide = replace(noisy.comparison, ci_low=-0.04, ci_high=0.06)  # can't tell 5%, but not 25%
+    assert wide.ci_high < first.comparison.ci_low
+    ev = combine(first, [replace(noisy, verdict="INCONCLUSIVE", comparison=wide)])
+    assert ev.verdict == "UNCONFIRMED" and ev.confirmation["suspect_nodes"] == ["n1"]
 
 
 def test_a_failed_confirmation_leaves_the_regression_standing(row, steps) -> None:

@@ -92,23 +92,28 @@ def logs_of(points: Sequence[Point]) -> list[float]:
 
 
 def noise(
-    xs: Sequence[float], skip: Sequence[bool] = (), cps: Sequence[ChangePoint] | None = None
+    xs: Sequence[float],
+    skip: Sequence[bool] = (),
+    cps: Sequence[ChangePoint] | None = None,
+    robust: bool = False,
 ) -> tuple[float, int, list[ChangePoint]]:
     """(sum of squares, df, change points) of a row's trend, leaving out points in skip.
 
     cps: change points found on a longer series (tonight's runs too: a step is located
-    better with the nights after it); only those inside xs cut it.
+    better with the nights after it); only those inside xs cut it. robust: slow launches
+    clipped (stats.changepoint.segment_noise), for sessions that confirm a one-launch
+    REGRESSION on other nodes.
     """
     cps = change_points(xs) if cps is None else [c for c in cps if c.index < len(xs)]
     if not any(skip):
-        ss, df = segment_noise(xs, cps)
+        ss, df = segment_noise(xs, cps, robust)
         return ss, df, cps
     # Points already counted elsewhere (the baseline's own runs) leave the residuals, per segment.
     kept_ss, kept_df = 0.0, 0
     cuts = [0, *(c.index for c in cps), len(xs)]
     for a, b in itertools.pairwise(cuts):
         part = [x for i, x in enumerate(xs[a:b], start=a) if not (i < len(skip) and skip[i])]
-        ss, df = segment_noise(part, [])
+        ss, df = segment_noise(part, [], robust)
         kept_ss, kept_df = kept_ss + ss, kept_df + df
     return kept_ss, kept_df, cps
 

@@ -45,6 +45,13 @@ class Entry:
     # Why each earlier attempt ended ("NODE_FAIL on n2", "PREEMPTED"); None while accounting
     # has not recorded it yet (looked up again on the next polls).
     requeues: tuple[str | None, ...] = ()
+    key: str | None = None  # the session's name for it: the row id, or row~confirm-N
+
+    @property
+    def id(self) -> str:
+        """The session's name for this job: its row's id, or `<row>~confirm-N` for the N-th
+        confirmation of the row on other nodes."""
+        return self.key or self.row.id
 
     @property
     def done(self) -> bool:

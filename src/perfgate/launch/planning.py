@@ -13,6 +13,7 @@ import shlex
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,24 @@ def launches_for(options: LaunchOptions) -> Launches:
         for i in range(options.pairs):
             out += pair_launches(i, options.container_image, options.candidate_image)
         return out
-    return (("baseline", options.container_image),) * max(1, options.repeat)
+    return ((options.run_label, options.container_image),) * max(1, options.repeat)
+
+
+# sbatch options that pin a job to nodes: a confirmation on other nodes drops them
+PINNING = ("nodelist", "w")
+
+
+def confirmation_options(options: LaunchOptions, exclude: Sequence[str]) -> LaunchOptions:
+    """The options of a confirmation run: one launch labelled "confirm", kept off `exclude`
+    (with the user's own --slurm-param exclude) and free of node pins."""
+    params = {k: v for k, v in options.slurm_params.items() if k not in PINNING}
+    own = str(params.pop("exclude", "") or "")
+    nodes = sorted({*exclude, *(n for n in own.split(",") if n)})
+    if nodes and executor_for(options.executor).excludes_nodes:
+        params["exclude"] = ",".join(nodes)
+    return replace(
+        options, repeat=1, candidate_image=None, run_label="confirm", slurm_params=params
+    )
 
 
 def row_command(row: Row, options: LaunchOptions) -> tuple[tuple[str, ...] | None, dict]:
@@ -60,10 +78,12 @@ def time_limit_min(row: Row, options: LaunchOptions, n_launches: int) -> int:
     return int(per_run * n_launches)
 
 
-def new_job_dir(results_dir: str | os.PathLike[str], row_id: str) -> Path:
-    """A fresh folder for one submission: job ids restart on a new cluster, folders never do."""
+def new_job_dir(results_dir: str | os.PathLike[str], row_id: str, tag: str = "") -> Path:
+    """A fresh folder for one submission: job ids restart on a new cluster, folders never do.
+    tag names what the job is for beside the row's first job (confirm-1: a confirmation)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return Path(results_dir).resolve() / "jobs" / row_id / f"{stamp}-{uuid.uuid4().hex[:6]}"
+    name = f"{stamp}-{uuid.uuid4().hex[:6]}" + (f"-{tag}" if tag else "")
+    return Path(results_dir).resolve() / "jobs" / row_id / name
 
 
 def context(row: Row, options: LaunchOptions, job_dir: Path, more_pairs=None) -> JobContext:

@@ -114,6 +114,39 @@ class LaunchSession:
             return e.reattached(job_id, info, saved.get("submitted_at", time.time()))
         return e
 
+    def submit_confirmation(self, row: Row, n: int, exclude: Sequence[str]) -> str:
+        """Plan and queue the n-th confirmation run of a row, kept off `exclude`; returns its
+        key (`<row>~confirm-<n>`), which result() waits for. Queued like any job: it is
+        submitted as soon as the concurrency cap allows (this call or the next pump)."""
+        key = f"{row.id}~confirm-{n}"
+        if key in self.entries:
+            return key
+        opts = planning.confirmation_options(self.options, exclude)
+        saved = self._saved.get(key, {})
+        job_dir = saved.get("job_dir") if saved.get("job_id") else None
+        tag = f"confirm-{n}"
+        jdir = Path(job_dir) if job_dir else planning.new_job_dir(self.results_dir, row.id, tag)
+        e = Entry(
+            row,
+            planning.plan(row, opts, job_dir=jdir),
+            planning.context(row, opts, jdir),
+            test_id=self.entries[row.id].test_id if row.id in self.entries else None,
+            key=key,
+        )
+        self.entries[key] = self._reattach(e, saved) if saved.get("job_id") else e
+        self.order.append(key)
+        self._save_state()
+        self.pump(force=True)
+        return key
+
+    def nodes_of(self, key: str) -> list[str]:
+        """The nodes a finished job ran on: what the job recorded, else the scheduler's word."""
+        e = self.entries[key]
+        recorded = list(e.result.nodes) if e.result is not None else []
+        if recorded or not e.job_id:
+            return recorded
+        return self.executor.nodes(e.job_id)
+
     def _slots(self) -> int:
         cap = self.options.max_concurrent_jobs
         live = sum(1 for e in self.entries.values() if e.job_id and not e.done)
@@ -135,9 +168,9 @@ class LaunchSession:
         try:
             job_id = self.executor.submit(run_job, e.ctx, self.options)
         except Refused as err:
-            self.entries[e.row.id] = e.ended(entry.not_submitted(e, err.line))
+            self.entries[e.id] = e.ended(entry.not_submitted(e, err.line))
             return
-        self.entries[e.row.id] = e.submitted(job_id)
+        self.entries[e.id] = e.submitted(job_id)
 
     # --- state ---------------------------------------------------------------------------------
 
@@ -179,7 +212,7 @@ class LaunchSession:
                 self._silent_since.setdefault(e.job_id, now)
                 continue
             self._silent_since.pop(e.job_id, None)
-            self.entries[e.row.id] = e.seen(info, now)
+            self.entries[e.id] = e.seen(info, now)
 
     def _track_requeues(self, e: Entry) -> Entry:
         causes = requeues.track(e.requeues, e.plan.job_dir, e.job_id, self.executor.attempts)
@@ -307,9 +340,7 @@ class LaunchSession:
         ids = [e.job_id for e in live if e.job_id]
         self._cancel(ids)
         for e in live:
-            self.cancelled.append(
-                (e.row.id, e.job_id or "", e.info.state if e.info else "SUBMITTED")
-            )
+            self.cancelled.append((e.id, e.job_id or "", e.info.state if e.info else "SUBMITTED"))
         for rid, e in list(self.entries.items()):
             if e.job_id is None and e.result is None:
                 self.entries[rid] = e.ended(entry.never_submitted(e))

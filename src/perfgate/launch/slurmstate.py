@@ -220,6 +220,19 @@ class SlurmStates:
                 found[j] = info
         return found
 
+    def nodes(self, job_id: str) -> list[str]:
+        """The job's nodes: sacct's NodeList (squeue's while slurmctld still holds the job),
+        expanded by scontrol (n[1-3] -> n1 n2 n3); [] when neither records any."""
+        listed = _run(["sacct", "-X", "-P", "-n", "-o", "NodeList", "-j", str(job_id)])
+        names = [x for x in (listed or "").split() if x and x != "None assigned"]
+        if not names:
+            listed = _run(["squeue", "-h", "-o", "%N", "-j", str(job_id)])
+            names = [x for x in (listed or "").split() if x]
+        if not names:
+            return []
+        expanded = _run(["scontrol", "show", "hostnames", names[-1]])
+        return (expanded or names[-1]).split()
+
     def attempts(self, job_id: str) -> list[JobInfo]:
         """Every attempt of a job accounting holds, oldest first (sacct -D: a requeued job
         keeps one record per attempt, e.g. NODE_FAIL then RUNNING); [] without accounting."""

@@ -37,10 +37,10 @@ def load(path: Path) -> dict[str, dict[str, Any]]:
 
 def record(entry: Any, prefix: str, saved: dict[str, dict[str, Any]], cancelled: set[str]) -> dict:
     """One row's line in the state file, from a session entry."""
-    old = saved.get(entry.row.id, {})
+    old = saved.get(entry.id, {})
     info_state = entry.info.state if entry.info else None
     return {
-        "row_id": entry.row.id,
+        "row_id": entry.id,
         "test_id": entry.test_id,
         "job_id": entry.job_id,
         "job_dir": entry.plan.job_dir,

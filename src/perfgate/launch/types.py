@@ -52,6 +52,7 @@ class LaunchOptions:
     # 3..5 catch it 62% of the time.
     max_pairs: int = 8
     repeat: int = 1  # --repeat K: K launches of the one image in the allocation (A/A)
+    run_label: str = "baseline"  # label of a single-image job's launches ("confirm": a rerun)
     finetune_data: str | None = None
     mock_finetune_data: bool = False
     # How launches get their image (perfgate.launch.runtimes): "pyxis" (srun

@@ -42,6 +42,10 @@ class Noise:
     df: float | None = None  # the prior's weight in degrees of freedom; None: PRIOR_DF
     prior: NoisePrior | None = None  # a named prior for every row; None: auto
     site: NoisePrior | None = None  # the site's calibrated prior (perfgate calibrate), if any
+    # A row's history noise with slow launches clipped (perfgate.stats.changepoint): right when
+    # a one-launch REGRESSION is confirmed on other nodes (--confirm), which then tells a
+    # slow-node launch from a slower row; without confirmation such launches are noise.
+    robust_history: bool = False
 
     def __post_init__(self) -> None:
         if not 0 < self.alpha < 0.5:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -82,6 +82,7 @@ class LiveRunner:
         display: Display | None = None,
         poll_s: float = POLL_S,
         more_pairs_for: Callable[[Row], Callable[..., bool | str]] | None = None,
+        on_done: Callable[[Row, RunResult], None] | None = None,
     ) -> None:
         self._session = LaunchSession(
             options, results_dir, resume=resume, more_pairs_for=more_pairs_for
@@ -93,6 +94,8 @@ class LiveRunner:
         self._poll_s = poll_s
         self._submitted: set[str] = set()
         self._handlers = False
+        self._on_done = on_done  # called once per row when its first job ends
+        self._told: set[str] = set()
 
     def install_signal_handlers(self) -> None:
         """SIGINT/SIGTERM cancel every job of the session (only in the main thread)."""
@@ -122,20 +125,61 @@ class LiveRunner:
     def wait(self, row: Row, test_id: str | None = None) -> RunResult:
         """Block until this row's job is over, showing job states meanwhile."""
         self.submit([row], {row.id: test_id} if test_id else None)
-        entries = self._session.entries  # the session replaces a row's entry as its job moves
+        return self._wait(row.id)
+
+    def _wait(self, key: str) -> RunResult:
+        entries = self._session.entries  # the session replaces an entry as its job moves
         shown_at = -math.inf
         try:
-            while not entries[row.id].done:
+            while not entries[key].done:
                 if time.monotonic() - shown_at >= self._poll_s:
                     shown_at = time.monotonic()
                     self._show()
                 else:  # between two displays, notice the result within RESULT_CHECK_S
                     self._session.pump()
-                if not entries[row.id].done:
+                self._notice_done()
+                if not entries[key].done:
                     time.sleep(min(RESULT_CHECK_S, self._poll_s))
         finally:
             self._display.pause()
-        return self._digests.fill(self._session.result(row.id))
+        return self._digests.fill(self._session.result(key))
+
+    def _notice_done(self) -> None:
+        """Tell on_done about each row whose first job just ended (once): it may start a
+        confirmation run at once, while other rows' tests still wait."""
+        if self._on_done is None:
+            return
+        for key in self._session.order:
+            e = self._session.entries[key]
+            if e.done and e.key is None and key not in self._told:
+                self._told.add(key)
+                assert e.result is not None
+                self._on_done(e.row, self._digests.fill(e.result))
+
+    def start_confirmation(self, row: Row, n: int, exclude: Sequence[str]) -> str:
+        """Queue the n-th confirmation run of a row, kept off `exclude`; returns its key."""
+        key = self._session.submit_confirmation(row, n, exclude)
+        self._display.say(
+            f"perfgate: {row.id}: confirmation {n} on other nodes"
+            + (f" (--exclude {','.join(exclude)})" if exclude else "")
+        )
+        return key
+
+    def confirmation(self, row: Row, n: int, exclude: Sequence[str]) -> RunResult:
+        """The n-th confirmation run's result (queued now unless on_done queued it already)."""
+        key = f"{row.id}~confirm-{n}"
+        if key not in self._session.entries:
+            self.start_confirmation(row, n, exclude)
+        return self._wait(key)
+
+    def nodes_of(self, key: str) -> list[str]:
+        """The nodes a finished job of this session ran on (its record, else accounting)."""
+        return self._session.nodes_of(key)
+
+    @property
+    def excludes_nodes(self) -> bool:
+        """Whether this executor can keep a job off given nodes (no: the local executor)."""
+        return self._session.executor.excludes_nodes
 
     def finish(self) -> list[str]:
         """At the end of the session: cancel the jobs no test waited for (e.g. -x stopped the

@@ -297,6 +297,31 @@ def _statistics(g: pytest.OptionGroup) -> None:
         help="weight of --noise-cv in degrees of freedom (default 2: heavy tails; more when "
         "it comes from many A/A runs)",
     )
+    g.addoption(
+        "--confirm",
+        metavar="N",
+        type=int,
+        default=None,
+        help="a one-run REGRESSION is rerun N times on other nodes (Slurm --exclude of the "
+        "first run's nodes and of the nodes `perfgate nodes` flags) and stands only if every "
+        "rerun reproduces it; else the row passes as UNCONFIRMED, naming the suspect nodes "
+        "(default 1 for one run per row, 0: off; counted 'up to' in the plan's GPU-hours)",
+    )
+    g.addoption(
+        "--confirm-inconclusive",
+        action="store_true",
+        default=False,
+        help="also rerun a row whose one run is INCONCLUSIVE and slower, and judge both runs",
+    )
+    g.addoption(
+        "--fdr",
+        metavar="Q",
+        type=float,
+        default=None,
+        help="control the whole night's false REGRESSIONs: Benjamini-Hochberg over the rows' "
+        "one-sided p-values at false discovery rate Q (e.g. 0.05); each row's test then waits "
+        "for every row of the session",
+    )
 
 
 def _results(g: pytest.OptionGroup) -> None:

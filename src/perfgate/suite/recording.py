@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.errors import PerfgateError
-from perfgate.history import records
+from perfgate.history import nodes, records
 from perfgate.history.store import HistoryStore, Session
 from perfgate.history.trend import Point
 from perfgate.rowrecord import RowRecord
@@ -97,6 +97,17 @@ class HistoryRecorder:
         except PerfgateError as e:  # a broken history must not stop the gate: say so once
             self.error = self.error or str(e)
             return []
+
+    def slow_nodes(self) -> list[str]:
+        """The nodes `perfgate nodes` flags in this history ([] without one)."""
+        if self.store is None:
+            return []
+        try:
+            found = nodes.slow_nodes(self.store.node_runs(os.environ.get("SLURM_CLUSTER_NAME")))
+        except PerfgateError as e:
+            self.error = self.error or str(e)
+            return []
+        return [f.node for f in found if f.flagged]
 
     def runs(self, row_id: str) -> list[dict[str, Any]]:
         """The row's stored runs, oldest first (empty without a store or when unreadable)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,9 @@ class Settings:
     all_rows: bool = False  # consent to the whole catalog without a selection
     max_gpu_hours: float = DEFAULT_MAX_GPU_HOURS  # above it: ask, or --yes
     yes: bool = False
+    confirm: int = 0  # confirmation runs of a one-run REGRESSION on other nodes (--confirm)
+    confirm_inconclusive: bool = False  # also of an INCONCLUSIVE leaning slow
+    fdr: float | None = None  # Benjamini-Hochberg over the session's rows (--fdr)
     env_file: str | None = None  # kept to rebuild the repro command
     cli_args: tuple[str, ...] = field(default_factory=tuple)  # the options that shape a run
 
@@ -195,6 +198,32 @@ def _pair_counts(config: pytest.Config) -> tuple[int, int]:
     return pairs, top
 
 
+MAX_CONFIRM = 3
+
+
+def _confirmations(config: pytest.Config) -> tuple[int, bool, float | None]:
+    """(--confirm, --confirm-inconclusive, --fdr), checked. --confirm defaults to 1 where a
+    row's verdict rests on one run (not A/B pairs, not --repeat K), else 0."""
+    opt = config.getoption
+    confirm, fdr = opt("confirm"), opt("fdr")
+    several = bool(opt("candidate_image")) or (opt("repeat") or 1) > 1
+    if confirm is not None:
+        if not 0 <= confirm <= MAX_CONFIRM:
+            raise ConfigError(f"--confirm {confirm}: must be 0..{MAX_CONFIRM} reruns")
+        if confirm and several:
+            what = "--candidate-image pairs" if opt("candidate_image") else "--repeat K runs"
+            raise ConfigError(
+                f"--confirm {confirm}: a verdict on {what} already rests on several runs of one "
+                "allocation; confirmation reruns a one-run verdict"
+            )
+    confirm = (0 if several else 1) if confirm is None else confirm
+    if opt("confirm_inconclusive") and not confirm:
+        raise ConfigError("--confirm-inconclusive needs --confirm 1 or more")
+    if fdr is not None and not 0 < fdr < 0.5:
+        raise ConfigError(f"--fdr {fdr}: expected a false discovery rate in (0, 0.5), e.g. 0.05")
+    return confirm, bool(opt("confirm_inconclusive")), fdr
+
+
 def settings_from_config(config: pytest.Config) -> Settings:
     """Build and validate Settings (and LaunchOptions) from the parsed pytest options."""
     opt = config.getoption
@@ -264,6 +293,8 @@ def settings_from_config(config: pytest.Config) -> Settings:
         repeat=repeat or 1,
     )
     checks.options(launch)  # before any row: one line naming the option, not one per row
+    confirm, confirm_inconclusive, fdr = _confirmations(config)
+    noise = _noise(opt("alpha"), opt("noise_cv"), opt("noise_df"), opt("noise_prior"), baselines)
     return Settings(
         launch=launch,
         baselines_dir=baselines,
@@ -271,7 +302,8 @@ def settings_from_config(config: pytest.Config) -> Settings:
         gpus=opt("gpus"),
         window=parse_window(opt("window")),
         tolerance=tol,
-        noise=_noise(opt("alpha"), opt("noise_cv"), opt("noise_df"), opt("noise_prior"), baselines),
+        # with confirmation on, a slow-node night is confirmed away: the history's noise clips it
+        noise=replace(noise, robust_history=confirm > 0),
         steps=steps,
         strict=strict_mode(config),
         resume=opt("resume"),
@@ -284,6 +316,9 @@ def settings_from_config(config: pytest.Config) -> Settings:
         all_rows=opt("all_rows"),
         max_gpu_hours=opt("max_gpu_hours"),
         yes=opt("yes"),
+        confirm=confirm,
+        confirm_inconclusive=confirm_inconclusive,
+        fdr=fdr,
         env_file=opt("env_file"),
         cli_args=tuple(run_args(config)),
     )
@@ -334,6 +369,11 @@ def run_args(config: pytest.Config) -> list[str]:
     ):
         for value in opt(name):
             args += [flag, value]
+    for name, flag in (("confirm", "--confirm"), ("fdr", "--fdr")):
+        if opt(name) is not None:
+            args += [flag, str(opt(name))]
+    if opt("confirm_inconclusive"):
+        args.append("--confirm-inconclusive")
     if opt("noise_prior") != "auto":
         args += ["--noise-prior", opt("noise_prior")]
     if opt("mock_finetune_data"):

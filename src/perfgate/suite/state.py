@@ -25,7 +25,9 @@ from perfgate.errors import PerfgateError
 from perfgate.report import dryrun, results, signoff, table, trend
 from perfgate.report.environment import environment
 from perfgate.rowrecord import RowRecord
+from perfgate.runs import RunResult
 from perfgate.suite import preflight, records, replay, updates
+from perfgate.suite.confirming import Confirmer
 from perfgate.suite.live import LiveRunner, say, terminal_display
 from perfgate.suite.recording import HistoryRecorder
 from perfgate.suite.settings import Settings
@@ -48,6 +50,7 @@ class PerfgateState:
         self.is_worker = hasattr(config, "workerinput")
         self._catalog: catalog.Catalog | None = None
         self.runner: LiveRunner | None = None
+        self.confirmer: Confirmer | None = None  # live one-run sessions with --confirm
         self.index: replay.ReplayIndex | None = None
         self.records: dict[str, RowRecord] = {}
         self.results: results.ResultsFile | None = None
@@ -146,13 +149,39 @@ class PerfgateState:
                 display=terminal_display(self.config),
                 poll_s=s.launch.poll_interval_s,
                 more_pairs_for=self.pairs_rule if s.ab else None,
+                on_done=self._on_done if s.confirm and not s.ab else None,
             )
+            if s.confirm and not s.ab:
+                self.confirmer = Confirmer(
+                    self.runner,
+                    self.judge,
+                    s.confirm,
+                    s.confirm_inconclusive,
+                    flagged=self.recorder.slow_nodes(),
+                )
             if not self.is_worker:
                 try:
                     self.runner.install_signal_handlers()
                     self.runner.submit(rows, test_ids)
                 except PerfgateError as e:
                     raise pytest.UsageError(str(e)) from None
+
+    def _on_done(self, row: Row, result: RunResult) -> None:
+        if self.confirmer is not None:
+            self.confirmer.on_done(row, result)
+
+    def judge(self, row: Row, result: RunResult) -> Evaluation:
+        """One run's verdict on a row, in this session's terms (tolerance, noise, history)."""
+        s = self.settings
+        return verdicts.evaluate(
+            self.effective(row),
+            result,
+            source=s.mode,
+            window=s.window,
+            tolerance=s.tolerance,
+            noise=s.noise,
+            history=self.recorder.points(row.id),
+        )
 
     def pairs_rule(self, row: Row) -> PairsRule:
         """A/B: the job's rule for adding a pair (this row's tolerance, the session's window)."""
@@ -197,15 +226,10 @@ class PerfgateState:
                     tolerance=s.tolerance,
                     noise=s.noise,
                 )
-        return verdicts.evaluate(
-            row,
-            result,
-            source=s.mode,
-            window=s.window,
-            tolerance=s.tolerance,
-            noise=s.noise,
-            history=self.recorder.points(row.id),
-        )
+        first = self.judge(row, result)
+        if self.confirmer is not None and s.mode == "live":
+            return self.confirmer.evaluate(row, first)
+        return first
 
     def _dry_run(self, row: Row, info: dict[str, Any]) -> Evaluation:
         s = self.settings

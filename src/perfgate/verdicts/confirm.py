@@ -8,7 +8,9 @@ slower container. The rule (README "The nightly gate"):
     first run REGRESSION, confirmation PASS/SHIFT/...  -> UNCONFIRMED: passes with a warning
                                                           naming the first run's nodes
     first run REGRESSION, confirmation INCONCLUSIVE    -> INCONCLUSIVE (neither reproduced
-                                                          nor contradicted)
+                                                          nor contradicted), or UNCONFIRMED
+                                                          when its interval lies wholly below
+                                                          the first run's
     first run REGRESSION, confirmation INFRA           -> REGRESSION stands, with the cause
     first run INCONCLUSIVE leaning slow (an option)    -> both runs judged together
 
@@ -79,6 +81,15 @@ def _run_dict(ev: Evaluation, role: str) -> dict[str, Any]:
     }
 
 
+def _below(confirmation: Evaluation, first: Evaluation) -> bool:
+    """The confirmation's interval lies wholly below the first run's: it measured something
+    else, even if it cannot tell its own delta from the tolerance (INCONCLUSIVE)."""
+    a, b = confirmation.comparison, first.comparison
+    if a is None or b is None:
+        return False
+    return math.isfinite(a.ci_high) and math.isfinite(b.ci_low) and a.ci_high < b.ci_low
+
+
 def suspects(first: Evaluation, confirmations: Sequence[Evaluation]) -> list[str]:
     """The first run's nodes that no confirmation ran on (all of them when they are disjoint)."""
     elsewhere = {n for c in confirmations for n in _nodes(c.result)}
@@ -91,11 +102,13 @@ def combine(
     *,
     same_nodes_note: str | None = None,
     excluded: Sequence[str] = (),
+    pooled: Evaluation | None = None,
 ) -> Evaluation:
     """The row's verdict from its first run and its confirmation runs (see the module doc).
 
     same_nodes_note: why the confirmations could not run on other nodes (local executor).
-    excluded: the nodes the confirmations were kept off.
+    excluded: the nodes the confirmations were kept off. pooled: the row judged on the first
+    run and the confirmation together (an INCONCLUSIVE leaning slow): its verdict is the row's.
     """
     if not confirmations:
         return first
@@ -121,11 +134,16 @@ def combine(
     keep = {"confirmation": info, "confirmed_by": tuple(confirmations), "notes": tuple(notes)}
     if not judged:
         return replace(first, **keep)
+    if pooled is not None:
+        shown = ", ".join(_job(c) for c in judged)
+        message = f"{pooled.message}; judged on the first run and a confirmation {where} ({shown})"
+        # the numbers are both runs'; each run stays with its own job in results and history
+        return replace(pooled, message=message, result=first.result, **keep)
     if all(c.verdict == REGRESSION for c in judged):
         shown = ", ".join(f"{_delta(c)} ({_job(c)})" for c in judged)
         return replace(first, message=f"{first.message}; reproduced {where}: {shown}", **keep)
     contra = next(c for c in judged if c.verdict != REGRESSION)
-    if contra.verdict == INCONCLUSIVE:
+    if contra.verdict == INCONCLUSIVE and not _below(contra, first):
         verdict, what = INCONCLUSIVE, "neither reproduced nor contradicted it"
     else:
         verdict, what = UNCONFIRMED, f"measured {_delta(contra)} ({contra.verdict})"

@@ -78,7 +78,7 @@ def judge(
     tonight = _steady_logs(runs, window)
     all_xs = xs + tonight
     cps = trend.change_points(all_xs)  # located with tonight; the noise is history's own
-    h_ss, h_df, _ = trend.noise(xs, skip, cps)
+    h_ss, h_df, _ = trend.noise(xs, skip, cps, robust=noise.robust_history)
     comp = stats.compare_to_baseline(
         list(runs),
         base,

@@ -1,4 +1,5 @@
-"""What the login node asks of an executor: submit, states, cancel, the final state, requeues.
+"""What the login node asks of an executor: submit, states, cancel, the final state, requeues,
+the nodes a job ran on.
 
 Modelled on submitit's Executor and Job (submit a function with its argument, read a job's
 state, cancel it), with what a session also needs: states of many jobs in one query, the
@@ -35,6 +36,7 @@ class Executor(Protocol):
     starts_containers: bool  # False: launches run in the current environment, images refused
     resumable: bool  # its jobs outlive the session: --resume re-attaches to them
     parallel_submit: bool  # several submissions may run at once, in threads
+    excludes_nodes: bool  # a job can be kept off given nodes (a confirmation on other nodes)
 
     def require(self) -> None:
         """Raise a one-line PerfgateError where this machine cannot submit (no commands)."""
@@ -66,6 +68,10 @@ class Executor(Protocol):
 
     def attempts(self, job_id: str) -> list[JobInfo]:
         """Every attempt of a requeued job, oldest first ([] where none is recorded)."""
+        ...
+
+    def nodes(self, job_id: str) -> list[str]:
+        """The nodes the scheduler gave the job (its accounting), [] where it has no record."""
         ...
 
 

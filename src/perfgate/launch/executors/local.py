@@ -6,6 +6,7 @@ The job function runs in a local process and starts each launch's ranks itself
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -29,6 +30,7 @@ class LocalExecutor:
     starts_containers = False
     resumable = False  # the jobs are this session's children
     parallel_submit = False
+    excludes_nodes = False  # one host: there are no other nodes
 
     def __init__(self) -> None:
         self.jobs: dict[str, submitit.LocalJob] = {}
@@ -77,3 +79,7 @@ class LocalExecutor:
     def attempts(self, job_id: str) -> list[JobInfo]:
         """[]: a local job is never requeued."""
         return []
+
+    def nodes(self, job_id: str) -> list[str]:
+        """This host: a local job has no other."""
+        return [socket.gethostname()]

@@ -78,6 +78,7 @@ class SlurmExecutor:
     starts_containers = True
     resumable = True  # a job keeps running when the session dies; its id finds it again
     parallel_submit = True  # sbatch takes ~0.1 s a call (bench-launch-sweep)
+    excludes_nodes = True  # sbatch --exclude
 
     def __init__(self) -> None:
         self.slurm = SlurmStates()
@@ -148,3 +149,7 @@ class SlurmExecutor:
     def attempts(self, job_id: str) -> list[JobInfo]:
         """Accounting's record of each attempt (sacct -D); [] without accounting."""
         return self.slurm.attempts(job_id)
+
+    def nodes(self, job_id: str) -> list[str]:
+        """The job's nodes as accounting (else slurmctld) recorded them, one name each."""
+        return self.slurm.nodes(job_id)

@@ -1,0 +1,55 @@
+"""Confirmation runs through the plugin without Slurm (--executor local): a one-run
+REGRESSION is rerun; one that the rerun does not reproduce passes as UNCONFIRMED, one that it
+does stays a REGRESSION. The local executor has no other nodes, and the verdict says so."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from perfgate.catalog import Baseline, BaselineRun, Provenance
+
+from .rows import command_row
+
+pytest_plugins = ["pytester"]
+
+LOCAL = ("--all-rows", "--executor", "local", "--poll-interval", "0.2", "--history", "off")
+STEP = ("--step-s", "0.05", "--first-step-s", "0.2")
+
+
+def measured(row, step_s: float):
+    """The row with a baseline perfgate measured (3 runs): the production noise prior."""
+    runs = tuple(BaselineRun(step_s * f, 0.002, job_id=str(i)) for i, f in
+                 enumerate((0.995, 1.0, 1.005)))  # fmt: skip
+    base = Baseline(step_s, Provenance("perfgate run"), n_runs=3, runs=runs, tolerance=0.05)
+    return replace(row, baseline=base)
+
+
+def test_a_slow_first_launch_is_unconfirmed_a_slower_row_stays_a_regression(suite):
+    # "flaky": the first launch (label baseline) is 25% slower, its rerun (label confirm) not;
+    # "slower": every launch is 25% slower than its baseline (0.04 s for 0.05 s steps).
+    flaky = command_row("flaky", *STEP, "--slow-label", "baseline", "--slowdown", "0.25")
+    slower = command_row("slower", *STEP)
+    suite.write_rows([measured(flaky, 0.05), measured(slower, 0.04)])
+    result = suite.run(*LOCAL, "-rA")
+    out = "\n".join(result.outlines)
+    rows = suite.results()["rows"]
+    a, b = rows[flaky.id], rows[slower.id]
+    assert a["verdict"] == "UNCONFIRMED", out
+    assert f"{flaky.id}: UNCONFIRMED: the first run was +" in out
+    assert "a confirmation on the same node" in a["message"]
+    assert "local executor: the confirmation ran on the same node" in " ".join(a["notes"])
+    assert [r["label"] for r in a["runs"]] == ["baseline", "confirmation 1"]
+    assert a["confirmation"]["runs"][1]["verdict"] == "PASS"
+    assert b["verdict"] == "REGRESSION", out
+    assert "; reproduced on the same node: +" in b["message"]
+    assert result.ret == 1  # the confirmed REGRESSION fails the session
+    assert "confirmation 1 on other nodes" in out  # the terminal says it started
+
+
+def test_confirm_zero_judges_the_one_run(suite):
+    flaky = command_row("flaky", *STEP, "--slow-label", "baseline", "--slowdown", "0.25")
+    suite.write_rows([measured(flaky, 0.05)])
+    result = suite.run(*LOCAL, "--confirm", "0")
+    rec = suite.results()["rows"][flaky.id]
+    assert rec["verdict"] == "REGRESSION" and rec["confirmation"] is None
+    assert result.ret == 1
