@@ -249,7 +249,7 @@ def judge_night(
         _result(m, run_steps(m, rng, f * factor * _launch(m, rng)), nodes, f"j{night}"),
         source="live",
         tolerance=TOLERANCE,
-        noise=Noise(robust_history=ROBUST and confirm > 0),
+        noise=Noise(confirming=ROBUST and confirm > 0),
         history=state.points,
     )
     runs = [hnodes.NodeRun(m.row.id, first.measured.step_time_s, nodes)] if first.measured else []
@@ -265,7 +265,7 @@ def judge_night(
             _result(m, run_steps(m, rng, f * factor * _launch(m, rng)), cnodes, f"c{night}.{k}"),
             source="live",
             tolerance=TOLERANCE,
-            noise=Noise(robust_history=ROBUST),
+            noise=Noise(confirming=ROBUST),
             history=state.points,
         )
         confirmations.append(ev)

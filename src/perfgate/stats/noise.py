@@ -42,10 +42,13 @@ class Noise:
     df: float | None = None  # the prior's weight in degrees of freedom; None: PRIOR_DF
     prior: NoisePrior | None = None  # a named prior for every row; None: auto
     site: NoisePrior | None = None  # the site's calibrated prior (perfgate calibrate), if any
-    # A row's history noise with slow launches clipped (perfgate.stats.changepoint): right when
-    # a one-launch REGRESSION is confirmed on other nodes (--confirm), which then tells a
-    # slow-node launch from a slower row; without confirmation such launches are noise.
-    robust_history: bool = False
+    # The session confirms a one-launch REGRESSION on other nodes (--confirm), which tells a
+    # slow-node launch from a slower row: the history's noise then clips slow launches
+    # (perfgate.stats.changepoint), and a row whose history has not changed since its
+    # baseline is judged against the baseline's and the history's runs together (a level
+    # known from 13 runs, not 3, so a baseline stored low by chance does not make every
+    # rerun of the row look slow). Without confirmation, slow launches are noise.
+    confirming: bool = False
 
     def __post_init__(self) -> None:
         if not 0 < self.alpha < 0.5:

@@ -303,7 +303,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
         window=parse_window(opt("window")),
         tolerance=tol,
         # with confirmation on, a slow-node night is confirmed away: the history's noise clips it
-        noise=replace(noise, robust_history=confirm > 0),
+        noise=replace(noise, confirming=confirm > 0),
         steps=steps,
         strict=strict_mode(config),
         resume=opt("resume"),

@@ -25,6 +25,7 @@ from typing import Any
 from perfgate import stats
 from perfgate.catalog import Baseline, Row
 from perfgate.history import trend
+from perfgate.stats.noise import baseline_noise
 
 REGRESSION, PASS, INCONCLUSIVE = "REGRESSION", "PASS", "INCONCLUSIVE"
 
@@ -78,10 +79,13 @@ def judge(
     tonight = _steady_logs(runs, window)
     all_xs = xs + tonight
     cps = trend.change_points(all_xs)  # located with tonight; the noise is history's own
-    h_ss, h_df, _ = trend.noise(xs, skip, cps, robust=noise.robust_history)
+    h_ss, h_df, _ = trend.noise(xs, skip, cps, robust=noise.confirming)
+    reference, pooled_note = base, ""
+    if noise.confirming:
+        reference, h_ss, h_df, pooled_note = _level(base, points, skip, cps, h_ss, h_df)
     comp = stats.compare_to_baseline(
         list(runs),
-        base,
+        reference,
         tolerance=tolerance,
         window=window,
         alpha=noise.alpha,
@@ -90,6 +94,13 @@ def judge(
         history=(h_ss, h_df),
     )
     info: dict[str, Any] = {
+        "reference": None
+        if reference is base
+        else {
+            "step_time_s": reference.step_time_s,
+            "n_runs": reference.n_runs,
+            "what": pooled_note,
+        },
         "n_runs": len(points),
         "prior": {"name": prior.name, "sigma": prior.sigma, "df": prior.df},
         "noise_df": h_df,
@@ -128,6 +139,43 @@ def judge(
     if step.verdict == trend.SHIFT and comp.verdict in (PASS, INCONCLUSIVE):
         return Judged(trend.SHIFT, "history", comp, info, note)
     return Judged(comp.verdict, "stored", comp, info)
+
+
+MIN_LEVEL_RUNS = 3  # history runs since the baseline that may join its level
+
+
+def _level(
+    base: Baseline,
+    points: Sequence[trend.Point],
+    skip: Sequence[bool],
+    cps: Sequence[trend.ChangePoint],
+    h_ss: float,
+    h_df: float,
+) -> tuple[Baseline, float, float, str]:
+    """The reference a confirming session judges against: the baseline's runs with the
+    history's runs since it, when no change point splits them (they measure one level);
+    else the baseline. The baseline's own spread then joins the history's noise (the pooled
+    reference carries no runs, so nothing is counted twice)."""
+    after = first_after(points, base)
+    later = [p for i, p in enumerate(points[after:], start=after) if not skip[i]]
+    if (
+        not base.measured_here
+        or len(later) < MIN_LEVEL_RUNS
+        or any(c.index < len(points) for c in cps)
+    ):
+        return base, h_ss, h_df, ""
+    own = [r.step_time_s for r in base.runs] or [base.step_time_s] * max(1, base.n_runs)
+    logs = [math.log(x) for x in own] + [math.log(p.step_time_s) for p in later]
+    b_ss, b_df = baseline_noise(base)
+    level = Baseline(
+        math.exp(math.fsum(logs) / len(logs)),
+        base.provenance,
+        n_runs=len(logs),
+        tolerance=base.tolerance,
+        flops_convention=base.flops_convention,
+    )
+    note = f"level of the baseline's {len(own)} and the history's {len(later)} runs since it"
+    return level, h_ss + b_ss, h_df + b_df, note
 
 
 def _steady_logs(runs: Sequence[Sequence[float]], window: stats.Window) -> list[float]:

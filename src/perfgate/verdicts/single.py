@@ -274,7 +274,8 @@ def evaluate(
         )
     judged = nightly.judge(row, base, [x.step_times for x in every], tol, window, noise, history)
     comp = judged.comparison
-    message = verdict_line(row, comp, measured, base, judged.verdict, judged.mode)
+    ref = (judged.history or {}).get("reference")
+    message = verdict_line(row, comp, measured, base, judged.verdict, judged.mode, ref)
     if judged.note:
         message += f"; {judged.note}"
     return Evaluation(
@@ -339,8 +340,12 @@ def verdict_line(
     base: Baseline,
     verdict: str | None = None,
     mode: str | None = None,
+    reference: dict[str, Any] | None = None,
 ) -> str:
-    """One line: row, metric, measured vs baseline, delta (with its interval), tolerance."""
+    """One line: row, metric, measured vs baseline, delta (with its interval), tolerance.
+
+    reference: the level judged against when it is not the stored baseline alone (a
+    confirming session pools the baseline with the history since it: verdicts.nightly)."""
     verdict = verdict or comp.verdict
     ci = ""
     if math.isfinite(comp.ci_low) and math.isfinite(comp.ci_high):
@@ -350,7 +355,13 @@ def verdict_line(
         refresh = "; baseline refresh advised (--update-baselines)"
     return (
         f"{row.id}: {verdict}: step time {measured.step_time_s:.4g} s"
-        f" vs baseline {base.step_time_s:.4g} s, delta {comp.delta:+.2%}{ci},"
+        + (
+            f" vs baseline {base.step_time_s:.4g} s"
+            if reference is None
+            else f" vs its level {reference['step_time_s']:.4g} s ({reference['what']}; "
+            f"baseline {base.step_time_s:.4g} s)"
+        )
+        + f", delta {comp.delta:+.2%}{ci},"
         f" tolerance {comp.tolerance:.1%} ({mode_label(mode or comp.mode)}){refresh}"
     )
 
