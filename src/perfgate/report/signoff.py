@@ -18,6 +18,7 @@ from perfgate.report import ab, provenance, table
 from perfgate.report import format as fmt
 from perfgate.report.extras import verdict_text
 from perfgate.rowrecord import RowRecord
+from perfgate.stats.matrix import expected_false_alarms
 
 Record = RowRecord
 WORST_SHOWN = 12  # rows listed in the sign-off (all of them are in the table below)
@@ -188,6 +189,11 @@ def signoff_html(records: Sequence[Record], session: dict[str, Any] | None = Non
         '<table class="pg-facts">',
         f"<tr><th>Compared</th><td>{escape(containers_text(records, session))}</td></tr>",
         f"<tr><th>Session</th><td>{escape(who_when_where(session))}</td></tr>",
+    ]
+    night = night_text(records, session)
+    if night:
+        lines.append(f"<tr><th>False alarms</th><td>{escape(night)}</td></tr>")
+    lines += [
         "</table>",
     ]
     if shown:
@@ -211,10 +217,41 @@ def signoff_html(records: Sequence[Record], session: dict[str, Any] | None = Non
     return "\n".join(lines)
 
 
-def terminal_lines(records: Sequence[Record]) -> list[str]:
+def night_text(records: Sequence[Record], session: dict[str, Any]) -> str | None:
+    """What noise alone gives a night of this many one-run rows at the session's alpha, and
+    what confirmation and --fdr make of it (None: no such row)."""
+    m = sum(1 for r in records if r.get("comparison") and r.get("mode") != "paired")
+    if not m:
+        return None
+    opts = session.get("options") or {}
+    alpha = opts.get("alpha") or 0.01
+    confirm = int(opts.get("confirm") or 0)
+    expected, none = expected_false_alarms(m, alpha)
+    text = (
+        f"{m} rows judged on one run each at {alpha:.1%} false alarms: noise alone gives up to "
+        f"{expected:.2f} false REGRESSIONs a night (none on {none:.0%} of such nights)"
+    )
+    if confirm:
+        after, clean = expected_false_alarms(m, alpha ** (confirm + 1))
+        text += (
+            f"; each REGRESSION was rerun on other nodes ({confirm}x), so a false one must recur "
+            f"there: about {after:.3f} a night if the reruns were independent (none on "
+            f"{clean:.1%} of nights)"
+        )
+    if opts.get("fdr"):
+        text += (
+            f"; --fdr {opts['fdr']:g}: any false REGRESSION on at most {opts['fdr']:.0%} of nights"
+        )
+    return text
+
+
+def terminal_lines(records: Sequence[Record], session: dict[str, Any] | None = None) -> list[str]:
     """Plain-text sign-off summary for the terminal (numbers rounded by report.format)."""
     c = table.counts(records)
     out = ["  ".join(f"{v}: {c[v]}" for v in sorted(c, key=table.rank))]
+    night = night_text(records, session or {})
+    if night:
+        out.append(f"night: {night}")
     if c.get("SKIPPED"):
         out[0] += "  (pytest -rs lists why rows were skipped)"
     if ab.signoff_summary(records):

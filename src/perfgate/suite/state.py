@@ -26,7 +26,7 @@ from perfgate.report import dryrun, results, signoff, table, trend
 from perfgate.report.environment import environment
 from perfgate.rowrecord import RowRecord
 from perfgate.runs import RunResult
-from perfgate.suite import preflight, records, replay, updates
+from perfgate.suite import matrix, preflight, records, replay, updates
 from perfgate.suite.confirming import Confirmer
 from perfgate.suite.live import LiveRunner, say, terminal_display
 from perfgate.suite.recording import HistoryRecorder
@@ -51,6 +51,9 @@ class PerfgateState:
         self._catalog: catalog.Catalog | None = None
         self.runner: LiveRunner | None = None
         self.confirmer: Confirmer | None = None  # live one-run sessions with --confirm
+        self.session_rows: list[Row] = []  # every selected row (--fdr judges them together)
+        self.test_ids: dict[str, str] = {}
+        self._judged: dict[str, Evaluation | str] | None = None  # --fdr: the night's verdicts
         self.index: replay.ReplayIndex | None = None
         self.records: dict[str, RowRecord] = {}
         self.results: results.ResultsFile | None = None
@@ -136,6 +139,7 @@ class PerfgateState:
         """
         s = self.settings
         rows = [self.effective(r) for r in rows]
+        self.session_rows, self.test_ids = rows, dict(test_ids or {})
         if s.mode == "replay":
             self.index = replay.ReplayIndex(s.replay, rows)  # type: ignore[arg-type]
         elif s.mode == "live" and rows:
@@ -201,20 +205,31 @@ class PerfgateState:
         info = item.stash.setdefault(ITEM, {})
         if s.mode == "dry-run":
             return self._dry_run(row, info)
+        if s.fdr is not None and not self.is_worker:
+            judged = self._night(row)[row.id]
+        else:
+            judged = self._judge_row(row, item.nodeid)
+        if isinstance(judged, str):
+            info["skip_reason"] = judged
+            pytest.skip(judged)
+        return judged
+
+    def _judge_row(self, row: Row, test_id: str | None = None) -> Evaluation | str:
+        """One row judged in a live or replay session; a str: why it is skipped."""
+        s = self.settings
         if s.mode == "replay":
             if self.index is None:  # single test run without the loop hook (e.g. pytester)
                 self.index = replay.ReplayIndex(s.replay, [row])  # type: ignore[arg-type]
             m = self.index.match(row)
             if m.skip_reason:
-                info["skip_reason"] = m.skip_reason
-                pytest.skip(m.skip_reason)
+                return m.skip_reason
             result = replay.load(row, m.files)
         else:
             if self.runner is None:
                 self.start([row])
             if self.is_worker:  # xdist: this worker submits its own rows, checked here
                 self.check_overrides(row)
-            result = self.runner.wait(row, item.nodeid)  # type: ignore[union-attr]
+            result = self.runner.wait(row, test_id)  # type: ignore[union-attr]
             if s.ab:
                 return evaluate_ab(
                     row,
@@ -230,6 +245,17 @@ class PerfgateState:
         if self.confirmer is not None and s.mode == "live":
             return self.confirmer.evaluate(row, first)
         return first
+
+    def _night(self, row: Row) -> dict[str, Evaluation | str]:
+        """--fdr: every row of the session judged (once, at the first test), then the
+        Benjamini-Hochberg bar applied across them (perfgate.suite.matrix)."""
+        if self._judged is None:
+            rows = self.session_rows or [row]
+            judged = {r.id: self._judge_row(r, self.test_ids.get(r.id)) for r in rows}
+            self._judged = matrix.apply_fdr(judged, self.settings.fdr)  # type: ignore[arg-type]
+        if row.id not in self._judged:  # a row outside the session's list (pytester)
+            self._judged[row.id] = self._judge_row(row)
+        return self._judged
 
     def _dry_run(self, row: Row, info: dict[str, Any]) -> Evaluation:
         s = self.settings
@@ -297,7 +323,7 @@ class PerfgateState:
         if self.settings.mode == "dry-run":
             dryrun.write_summary(tr, recs, verbosity)
         else:
-            for line in signoff.terminal_lines(recs):
+            for line in signoff.terminal_lines(recs, self.report_session()):
                 tr.write_line(line)
         if self.results is not None:
             tr.write_line(f"results: {self.results.path}")
