@@ -40,7 +40,7 @@ import numpy as np
 from perfgate import verdicts
 from perfgate.catalog import Baseline, BaselineRun, Provenance, Row
 from perfgate.history import nodes as hnodes
-from perfgate.history.trend import Point
+from perfgate.history.trend import Point, off_slow_nodes
 from perfgate.logs import Step, StepSeries
 from perfgate.runs import RunRecord, RunResult
 from perfgate.stats import Noise
@@ -185,7 +185,10 @@ def _summary_point(night: int, ev: verdicts.Evaluation, job: str) -> Point | Non
     if ev.measured is None:
         return None
     stamp = f"2026-{1 + night // 28:02d}-{1 + night % 28:02d}T01:00:00+00:00"
-    return Point(night + 100, stamp, ev.measured.step_time_s, job_id=job, verdict=ev.verdict)
+    nodes = ev.result.nodes if ev.result is not None else ()
+    return Point(
+        night + 100, stamp, ev.measured.step_time_s, job_id=job, verdict=ev.verdict, nodes=nodes
+    )
 
 
 def new_row(m: RowModel, cluster: Cluster, rng: np.random.Generator) -> tuple[RowState, list]:
@@ -212,7 +215,7 @@ def new_row(m: RowModel, cluster: Cluster, rng: np.random.Generator) -> tuple[Ro
         if s.steady:
             job = f"h{night}"
             state.points.append(Point(night + 100, f"2026-01-{night + 30:02d}T01:00:00+00:00",
-                                      s.median_s, s.rel_se, job_id=job))  # fmt: skip
+                                      s.median_s, s.rel_se, job_id=job, nodes=nodes))  # fmt: skip
             node_runs.append(hnodes.NodeRun(m.row.id, s.median_s, nodes, job))
     return state, node_runs
 
@@ -244,13 +247,15 @@ def judge_night(
     m = state.model
     factor, nodes = cluster.launch(m)
     f = state.level * (1 + slowdown)
+    # as the suite reads a row's history: without runs on the nodes perfgate nodes flags
+    history = off_slow_nodes(state.points, flagged) if confirm else state.points
     first = verdicts.evaluate(
         state.row,
         _result(m, run_steps(m, rng, f * factor * _launch(m, rng)), nodes, f"j{night}"),
         source="live",
         tolerance=TOLERANCE,
         noise=Noise(confirming=ROBUST and confirm > 0),
-        history=state.points,
+        history=history,
     )
     runs = [hnodes.NodeRun(m.row.id, first.measured.step_time_s, nodes)] if first.measured else []
     if not confirm or not wants_confirmation(first):
@@ -266,7 +271,7 @@ def judge_night(
             source="live",
             tolerance=TOLERANCE,
             noise=Noise(confirming=ROBUST),
-            history=state.points,
+            history=history,
         )
         confirmations.append(ev)
         if ev.measured is not None:

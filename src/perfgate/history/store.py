@@ -364,6 +364,7 @@ class HistoryStore:
                 versions=r["versions"],
                 verdict=r["verdict"],
                 label=r["label"],
+                nodes=tuple(r["nodes"] or ()),
             )
             for r in self.runs(row_id)
             if r["steady"]

@@ -44,6 +44,13 @@ class Point:
     versions: dict[str, str] = field(default_factory=dict)
     verdict: str | None = None
     label: str = "baseline"
+    nodes: tuple[str, ...] = ()  # where it ran (a run on a node known to be slow is left out)
+
+
+def off_slow_nodes(points: Sequence[Point], slow: set[str] | frozenset[str]) -> list[Point]:
+    """The points that ran on none of the slow nodes (`perfgate nodes`): a run on one measured
+    its node, not the row, and would read as noise or a step of the row's trend."""
+    return [p for p in points if not slow.intersection(p.nodes)] if slow else list(points)
 
 
 @dataclass(frozen=True)

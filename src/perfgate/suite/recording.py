@@ -21,7 +21,7 @@ from typing import Any
 from perfgate.errors import PerfgateError
 from perfgate.history import nodes, records
 from perfgate.history.store import HistoryStore, Session
-from perfgate.history.trend import Point
+from perfgate.history.trend import Point, off_slow_nodes
 from perfgate.rowrecord import RowRecord
 from perfgate.secrets import redact
 from perfgate.suite.settings import Settings
@@ -72,6 +72,7 @@ class HistoryRecorder:
         self.writes = self.store is not None and not is_worker and self._mode_stored()
         self.session_id: int | None = None
         self.error: str | None = None
+        self._slow: list[str] | None = None  # the history's slow nodes, read on first use
 
     def _mode_stored(self) -> bool:
         s = self.settings
@@ -89,25 +90,30 @@ class HistoryRecorder:
         return "ab" if s.ab else "repeat" if s.launch.repeat > 1 else "live"
 
     def points(self, row_id: str) -> list[Point]:
-        """The row's trend so far (empty without a store or when it cannot be read)."""
+        """The row's trend so far, without runs on the nodes the history flags as slow (empty
+        without a store or when it cannot be read)."""
         if self.store is None:
             return []
         try:
-            return self.store.points(row_id, os.environ.get("SLURM_CLUSTER_NAME"))
+            found = self.store.points(row_id, os.environ.get("SLURM_CLUSTER_NAME"))
         except PerfgateError as e:  # a broken history must not stop the gate: say so once
             self.error = self.error or str(e)
             return []
+        return off_slow_nodes(found, frozenset(self.slow_nodes()))
 
     def slow_nodes(self) -> list[str]:
-        """The nodes `perfgate nodes` flags in this history ([] without one)."""
-        if self.store is None:
-            return []
-        try:
-            found = nodes.slow_nodes(self.store.node_runs(os.environ.get("SLURM_CLUSTER_NAME")))
-        except PerfgateError as e:
-            self.error = self.error or str(e)
-            return []
-        return [f.node for f in found if f.flagged]
+        """The nodes `perfgate nodes` flags in this history ([] without one), read once: the
+        session's rows all judge by the same list."""
+        if self._slow is None:
+            self._slow = []
+            if self.store is not None:
+                try:
+                    runs = self.store.node_runs(os.environ.get("SLURM_CLUSTER_NAME"))
+                except PerfgateError as e:
+                    self.error = self.error or str(e)
+                    return []
+                self._slow = [f.node for f in nodes.slow_nodes(runs) if f.flagged]
+        return self._slow
 
     def runs(self, row_id: str) -> list[dict[str, Any]]:
         """The row's stored runs, oldest first (empty without a store or when unreadable)."""
