@@ -13,6 +13,7 @@ import argparse
 import hashlib
 import json
 import os
+import random
 import socket
 import sys
 import time
@@ -45,6 +46,14 @@ def main() -> int:
     ap.add_argument("--slowdown", type=float, default=0.0, help="e.g. 0.05 for 5%% slower")
     ap.add_argument("--slow-node", default=None, help="slow down on this node (a slow node)")
     ap.add_argument("--slow-label", default=None, help="slow down in launches of this label")
+    ap.add_argument(
+        "--modeled-cv",
+        type=float,
+        default=None,
+        help="log modeled step times (the nominal time x slowdown x a normal noise of this CV) "
+        "instead of the measured sleeps: a test's verdict then does not depend on the machine's "
+        "load",
+    )
     ap.add_argument("--crash-at", type=int, default=None)
     ap.add_argument("--crash-image", default=None, help="crash only under this PERFGATE_IMAGE")
     ap.add_argument("--oom-at", type=int, default=None)
@@ -80,10 +89,14 @@ def main() -> int:
         or (args.slow_label and os.environ.get("PERFGATE_RUN_LABEL") == args.slow_label)
     ):
         slow += args.slowdown
+    noise = random.Random(os.getpid())
     for i in range(steps):
         t0 = time.perf_counter()
-        time.sleep((args.first_step_s if i == 0 else args.step_s) * slow)
+        nominal = (args.first_step_s if i == 0 else args.step_s) * slow
+        time.sleep(nominal)
         dt = time.perf_counter() - t0
+        if args.modeled_cv is not None:
+            dt = nominal * (1 + noise.gauss(0.0, args.modeled_cv))
         me = rank == args.fail_rank
         if me and args.crash_at == i:
             raise RuntimeError(f"fake_train: simulated failure at step {i}")

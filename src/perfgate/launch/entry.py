@@ -21,7 +21,7 @@ from perfgate.launch.collect import collect_job
 from perfgate.launch.jobcontext import JobContext
 from perfgate.launch.requeues import requeued
 from perfgate.launch.slurmstate import JobInfo
-from perfgate.launch.types import JobPlan
+from perfgate.launch.types import JobPlan, LaunchOptions
 from perfgate.runs import Diagnosis, RunResult
 
 QUEUED = ("PENDING", "REQUEUED")  # states that (re)start the queue clock
@@ -46,6 +46,7 @@ class Entry:
     # has not recorded it yet (looked up again on the next polls).
     requeues: tuple[str | None, ...] = ()
     key: str | None = None  # the session's name for it: the row id, or row~confirm-N
+    options: LaunchOptions | None = None  # what it was planned with, where not the session's
 
     @property
     def id(self) -> str:

@@ -132,6 +132,7 @@ class LaunchSession:
             planning.context(row, opts, jdir),
             test_id=self.entries[row.id].test_id if row.id in self.entries else None,
             key=key,
+            options=opts,
         )
         self.entries[key] = self._reattach(e, saved) if saved.get("job_id") else e
         self.order.append(key)
@@ -166,7 +167,7 @@ class LaunchSession:
         """Submit e's job; its entry gets the job id, or its NOT_SUBMITTED result (one refusal
         never stops the other rows). Recorded at once: a signal's cancel_all must see it."""
         try:
-            job_id = self.executor.submit(run_job, e.ctx, self.options)
+            job_id = self.executor.submit(run_job, e.ctx, e.options or self.options)
         except Refused as err:
             self.entries[e.id] = e.ended(entry.not_submitted(e, err.line))
             return
