@@ -34,7 +34,8 @@ def test_dry_run_plans_every_row_and_submits_nothing(suite, monkeypatch):
     total = sum(EXPECTED_H.values())
     assert (
         f"dry run: {len(EXPECTED_H)} row(s), {8 + 8 + 32 * 4} node allocation(s), "
-        f"{total:,.1f} GPU-hours at most (time-limit bound); -v shows scripts and recipes"
+        f"{total:,.1f} GPU-hours at most (time-limit bound) + up to {total:,.1f} for "
+        "confirmation reruns; -v shows scripts and recipes"
     ) in out
     assert "#SBATCH" not in "\n".join(out)  # compact by default
     rows = suite.results()["rows"]

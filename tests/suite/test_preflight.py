@@ -21,7 +21,7 @@ from .rows import command_row, with_baseline
 pytest_plugins = ["pytester"]
 
 LOCAL = ("--executor", "local", "--poll-interval", "0.2")
-CHEAP = ("--max-gpu-hours", "0.1")  # two 2-GPU rows of 5 min: 0.33 GPU-hours
+CHEAP = ("--max-gpu-hours", "0.1")  # two 2-GPU rows of 5 min: 0.33 GPU-h, + 0.33 reruns
 
 
 def _rows() -> list:
@@ -45,23 +45,28 @@ def test_bare_live_session_on_the_catalog_submits_nothing(suite, monkeypatch):
     hours = sum(r.nodes * r.tasks_per_node * (r.time_limit_min or 30) / 60 for r in cat.rows)
     assert (len(cat.rows), hours) == (145, 13497.0)  # 83 seed rows + 62 published Bridge rows
     assert _error(result) == (
-        "ERROR: no rows selected: this would submit all 145 rows collected (13,497.0 GPU-hours "
+        "ERROR: no rows selected: this would submit all 145 rows collected (26,994.0 GPU-hours "
         "at most); choose rows with -m, -k, --gpus or test ids (--dry-run shows the plan), "
         "or pass --all-rows"
     )
-    assert "perfgate: plan: 145 row(s), 3911 node allocation(s), 13,497.0 GPU-hours" in (
-        "\n".join(result.outlines)
-    )
+    assert (
+        "perfgate: plan: 145 row(s), 3911 node allocation(s), 13,497.0 GPU-hours at most "
+        "(time-limit bound) + up to 13,497.0 for confirmation reruns (--confirm 1: a "
+        "REGRESSION rerun on other nodes)"
+    ) in "\n".join(result.outlines)
     assert _no_jobs(suite)
     # --all-rows is consent to the catalog, not to its GPU-hours.
     result = suite.run("--partition", "p", "--all-rows")
     assert result.ret == 4 and _no_jobs(suite)
     assert _error(result) == (
-        "ERROR: 145 rows need up to 13,497.0 GPU-hours, above --max-gpu-hours 512, and there is "
+        "ERROR: 145 rows need up to 26,994.0 GPU-hours, above --max-gpu-hours 512, and there is "
         "no terminal to ask: pass --yes to submit them anyway, or raise --max-gpu-hours"
     )
     # A selection still above the limit: refused the same way.
     result = suite.run("--partition", "p", "-m", "h100")
+    assert result.ret == 4 and "57 rows need up to 19,506.0 GPU-hours" in _error(result)
+    # Without confirmation reruns the plan is the rows' jobs alone.
+    result = suite.run("--partition", "p", "-m", "h100", "--confirm", "0")
     assert result.ret == 4 and "57 rows need up to 9,753.0 GPU-hours" in _error(result)
 
 
@@ -88,7 +93,7 @@ def test_selection_all_rows_and_yes(suite, monkeypatch):
     # Above --max-gpu-hours without a terminal: refused; --yes submits.
     result = suite.run(*LOCAL, *CHEAP, "--all-rows")
     assert result.ret == 4
-    assert "2 rows need up to 0.3 GPU-hours, above --max-gpu-hours 0.1" in _error(result)
+    assert "2 rows need up to 0.7 GPU-hours, above --max-gpu-hours 0.1" in _error(result)
     result = suite.run(*LOCAL, *CHEAP, "--all-rows", "--yes")
     assert result.ret == 0 and result.parseoutcomes()["passed"] == 2
     assert "perfgate: submitting (above --max-gpu-hours 0.1, confirmed by --yes)" in (
@@ -153,7 +158,7 @@ def test_terminal_prompt_above_the_limit(suite, answer):
     suite.write_rows(_rows())
     args = ["-p", "no:cacheprovider", *LOCAL, *CHEAP, "--all-rows"]
     code, out = _in_a_terminal(suite.path, args, answer)
-    assert "perfgate: submit 2 rows, 0.3 GPU-hours? [y/N] " in out
+    assert "perfgate: submit 2 rows, 0.7 GPU-hours? [y/N] " in out
     if answer == "n":
         assert code == 4, out
         assert "ERROR: nothing submitted: the GPU-hours were not confirmed" in out
@@ -222,3 +227,7 @@ def test_consent_rules_without_pytest() -> None:
     small = preflight.Cost(rows=1, nodes=1, gpu_hours=512.0)  # at the limit: no question
     assert preflight.consent(small, **kw, ask=ask(None)) == "within --max-gpu-hours 512"
     assert len(asked) == 2
+    # confirmation reruns count "up to": a 300 GPU-h plan that may rerun every row asks
+    reruns = preflight.Cost(rows=1, nodes=1, gpu_hours=300.0, confirm_gpu_hours=300.0, confirm=1)
+    assert preflight.consent(reruns, **kw, ask=ask(True)).endswith("confirmed at the terminal")
+    assert asked[-1] == "perfgate: submit 1 rows, 600.0 GPU-hours? [y/N] "

@@ -49,9 +49,10 @@ def with_id(row_id: str, message: str) -> str:
     return message if row_id in message else f"{row_id}: {message}"
 
 
-def write_summary(tr: Any, recs: Sequence[RowRecord], verbosity: int) -> None:
-    """The dry-run section of the terminal summary (tr: pytest's terminal reporter)."""
-    total_h = 0.0
+def write_summary(tr: Any, recs: Sequence[RowRecord], verbosity: int, confirm: int = 0) -> None:
+    """The dry-run section of the terminal summary (tr: pytest's terminal reporter); confirm:
+    the reruns on other nodes each one-run row may need (--confirm), counted as "up to"."""
+    total_h = reruns_h = 0.0
     nodes = 0
     for rec in sorted(recs, key=lambda r: r["row_id"]):
         plan = rec.get("plan")
@@ -60,6 +61,8 @@ def write_summary(tr: Any, recs: Sequence[RowRecord], verbosity: int) -> None:
             continue
         total_h += plan["gpu_hours"]
         nodes += plan["nodes"]
+        if len(plan.get("launches") or ()) == 1:
+            reruns_h += confirm * plan["gpu_hours"]
         tr.write_line(
             f"{rec['row_id']}: {plan['nodes']} node(s) x {plan['tasks_per_node']} GPUs, "
             f"{plan['time_limit_min']} min, {plan['gpu_hours']:.1f} GPU-h"
@@ -76,7 +79,9 @@ def write_summary(tr: Any, recs: Sequence[RowRecord], verbosity: int) -> None:
                 for line in rec["description"].splitlines():
                     tr.write_line(f"    {line}")
     planned = sum(1 for r in recs if r.get("plan"))
+    reruns = f" + up to {reruns_h:,.1f} for confirmation reruns" if reruns_h else ""
     tr.write_line(
         f"dry run: {planned} row(s), {nodes} node allocation(s), "
-        f"{total_h:,.1f} GPU-hours at most (time-limit bound); -v shows scripts and recipes"
+        f"{total_h:,.1f} GPU-hours at most (time-limit bound){reruns}; -v shows scripts and "
+        "recipes"
     )

@@ -104,19 +104,40 @@ class Cost:
 
     rows: int
     nodes: int
-    gpu_hours: float
+    gpu_hours: float  # the rows' jobs
+    confirm_gpu_hours: float = 0.0  # up to: every row rerun --confirm times on other nodes
+    confirm: int = 0
 
     @classmethod
-    def of(cls, plans: Iterable[JobPlan]) -> Cost:
-        """The sum over the rows' plans."""
+    def of(cls, plans: Iterable[JobPlan], confirm: int = 0) -> Cost:
+        """The sum over the rows' plans; confirm: reruns a one-run row may need (each one
+        launch, as long as its row's job at most)."""
         plans = list(plans)
-        return cls(len(plans), sum(p.nodes for p in plans), sum(p.gpu_hours for p in plans))
+        reruns = sum(p.gpu_hours for p in plans if len(p.launches) == 1) * confirm
+        return cls(
+            len(plans),
+            sum(p.nodes for p in plans),
+            sum(p.gpu_hours for p in plans),
+            reruns,
+            confirm,
+        )
+
+    @property
+    def total_gpu_hours(self) -> float:
+        """What the session may use at most: its jobs and every confirmation they may need."""
+        return self.gpu_hours + self.confirm_gpu_hours
 
     def line(self) -> str:
         """The plan in one line, shown before anything is submitted."""
+        reruns = ""
+        if self.confirm_gpu_hours:
+            reruns = (
+                f" + up to {self.confirm_gpu_hours:,.1f} for confirmation reruns (--confirm "
+                f"{self.confirm}: a REGRESSION rerun on other nodes)"
+            )
         return (
             f"perfgate: plan: {self.rows} row(s), {self.nodes} node allocation(s), "
-            f"{self.gpu_hours:,.1f} GPU-hours at most (time-limit bound)"
+            f"{self.gpu_hours:,.1f} GPU-hours at most (time-limit bound){reruns}"
         )
 
 
@@ -136,17 +157,19 @@ def consent(
     if not selected and not all_rows:
         raise ConfigError(
             f"no rows selected: this would submit all {cost.rows} rows collected "
-            f"({cost.gpu_hours:,.1f} GPU-hours at most); choose rows with -m, -k, --gpus or "
+            f"({cost.total_gpu_hours:,.1f} GPU-hours at most); choose rows with -m, -k, --gpus or "
             "test ids (--dry-run shows the plan), or pass --all-rows"
         )
-    if cost.gpu_hours <= max_gpu_hours:
+    if cost.total_gpu_hours <= max_gpu_hours:
         return f"within --max-gpu-hours {max_gpu_hours:g}"
     if yes:
         return f"above --max-gpu-hours {max_gpu_hours:g}, confirmed by --yes"
-    answer = ask(f"perfgate: submit {cost.rows} rows, {cost.gpu_hours:,.1f} GPU-hours? [y/N] ")
+    answer = ask(
+        f"perfgate: submit {cost.rows} rows, {cost.total_gpu_hours:,.1f} GPU-hours? [y/N] "
+    )
     if answer is None:
         raise ConfigError(
-            f"{cost.rows} rows need up to {cost.gpu_hours:,.1f} GPU-hours, above "
+            f"{cost.rows} rows need up to {cost.total_gpu_hours:,.1f} GPU-hours, above "
             f"--max-gpu-hours {max_gpu_hours:g}, and there is no terminal to ask: pass --yes "
             "to submit them anyway, or raise --max-gpu-hours"
         )

@@ -112,7 +112,8 @@ class PerfgateState:
         """Live, before the first job: plan every row, show the cost, get consent or stop."""
         s = self.settings
         try:
-            cost = preflight.Cost.of(launch.plan(self.effective(r), s.launch) for r in rows)
+            plans = (launch.plan(self.effective(r), s.launch) for r in rows)
+            cost = preflight.Cost.of(plans, s.confirm)
             say(self.config, cost.line())
             warning = preflight.container_warning(
                 s.launch.executor, s.launch.container_runtime, s.launch.container_image
@@ -321,7 +322,7 @@ class PerfgateState:
         recs = table.worst_first(self.record_list())
         tr.write_sep("=", f"perfgate ({self.settings.mode})")
         if self.settings.mode == "dry-run":
-            dryrun.write_summary(tr, recs, verbosity)
+            dryrun.write_summary(tr, recs, verbosity, self.settings.confirm)
         else:
             for line in signoff.terminal_lines(recs, self.report_session()):
                 tr.write_line(line)
