@@ -158,6 +158,12 @@ def test_results_and_history_keep_both_runs_with_their_own_jobs_and_nodes(
     assert rec["runs"][1]["job_id"] == "102" and rec["runs"][1]["nodes"] == ["n40", "n41"]
     assert rec["confirmation"]["suspect_nodes"] == ["n17", "n18"]
     assert record_mode(rec) == "stored"  # a confirmation does not make it a --repeat row
+    from perfgate.report.extras import detail_html
+
+    page = detail_html(rec)
+    assert "<td>confirmation 1</td><td>PASS</td>" in page and "<td>n40, n41</td>" in page
+    assert "reruns kept off: n17, n18; suspect nodes: n17, n18" in page
+    assert "Ran as job 101 on n17, n18" in page
     runs = runs_from_record(rec)
     assert [(r.job_id, r.nodes, r.verdict) for r in runs] == [
         ("101", ("n17", "n18"), "UNCONFIRMED"),

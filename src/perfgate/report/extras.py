@@ -14,6 +14,7 @@ from typing import Any
 
 from perfgate.report import provenance, table
 from perfgate.report.ab import ab_html
+from perfgate.report.confirmation import confirmation_html, where_html
 from perfgate.report.plot import svg_for_record
 from perfgate.report.trend import trend_svg
 from perfgate.rowrecord import RowRecord
@@ -104,8 +105,12 @@ def detail_html(rec: RowRecord) -> str:
             )
         else:
             parts.append(f'<p class="pg-prov">{escape(text)}</p>')
+    if where_html(rec):
+        parts.append(where_html(rec))
     if any(run.get("steps") for run in rec.get("runs", [])):
         parts.append(f'<div class="pg-plot">{svg_for_record(rec)}</div>')
+    if confirmation_html(rec):
+        parts.append(confirmation_html(rec))
     if rec.get("trend"):  # the row's history, tonight included, with its change points
         base = rec.get("baseline") or {}
         svg = trend_svg(rec["row_id"], rec["trend"], base.get("step_time_s"), rec.get("tolerance"))
