@@ -288,4 +288,9 @@ class PerfgateState:
 
     def update_baselines(self) -> None:
         """Store the measured values of cleanly run rows (perfgate.suite.updates)."""
-        self.update = updates.update_baselines(self.record_list(), self.settings, self.catalog)
+        try:
+            cat = self.catalog
+        except PerfgateError as e:  # at session end a traceback would hide the one line
+            self.update = updates.Update(error=str(e))
+            return
+        self.update = updates.update_baselines(self.record_list(), self.settings, cat)
