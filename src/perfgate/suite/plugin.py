@@ -186,8 +186,14 @@ class SessionHooks:
         self.state.deselected += [r.id for item in items if (r := selection.row_of(item))]
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Cancel jobs nobody waited for, update baselines if asked, stamp results.json."""
+        """Cancel jobs nobody waited for, update baselines if asked, stamp results.json.
+
+        A requested baseline update that was not stored fails the session (exit 1), so a CI
+        job that refreshes baselines notices, even when every row passed."""
         self.state.finish(login_metadata(session.config))
+        update = self.state.update
+        if update is not None and update.incomplete and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo) -> None:
         """Ctrl-C: cancel every job this session submitted (each once) and say which."""
