@@ -25,6 +25,7 @@ CAUSES = (
     "TOO_FEW_STEPS",  # ended before the steady window
     "SUBMIT",  # sbatch refused the job
     "QUEUE_TIMEOUT",  # still pending when the session's queue deadline passed
+    "IMPOSSIBLE",  # faster than the GPU can be (MFU > 1 under every FLOPs convention)
     "UNKNOWN",
 )
 
