@@ -71,6 +71,7 @@ class RunRecord:
     # one. See perfgate.launch.images.
     image_digest: str | None = None
     image_stamp: tuple[int, int] | None = None  # (size, mtime_ns) of the user's squashfs file
+    job_id: str | None = None  # its own job, where it differs from the result's (replayed launches)
 
 
 @dataclass(frozen=True)
