@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from perfgate import flops, hardware
 from perfgate.catalog import Row
-from perfgate.errors import PerfgateError
 
 CAUSE = "IMPOSSIBLE"
 
@@ -20,22 +19,9 @@ def mfu_by_convention(row: Row, step_time_s: float) -> dict[str, float]:
     """MFU of a step time under each FLOPs convention that covers the row's model."""
     out: dict[str, float] = {}
     for conv in flops.CONVENTIONS:
-        try:
-            t = flops.throughput(
-                row.model,
-                row.gpu,
-                row.precision,
-                row.num_gpus,
-                row.gbs,
-                row.seq_len,
-                step_time_s,
-                row.task,
-                conv,
-                tp=row.tp,
-            )
-        except PerfgateError:  # a published convention may not cover this model family
-            continue
-        out[conv] = t.mfu
+        t = flops.of_row(row, step_time_s, conv)
+        if t is not None:  # a published convention may not cover this model family
+            out[conv] = t.mfu
     return out
 
 
@@ -44,10 +30,7 @@ def impossible(row: Row, step_time_s: float) -> str | None:
     mfu = mfu_by_convention(row, step_time_s)
     if not mfu or min(mfu.values()) <= 1.0:
         return None
-    try:
-        peak = hardware.peak_tflops(row.gpu, row.precision)
-    except PerfgateError:
-        return None
+    peak = hardware.peak_tflops(row.gpu, row.precision)  # known: every MFU above used it
     each = ", ".join(f"{conv} {value:.2f}" for conv, value in mfu.items())
     tokens = row.gbs * row.seq_len
     return (

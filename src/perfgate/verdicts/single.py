@@ -16,7 +16,6 @@ from typing import Any
 
 from perfgate import flops, stats
 from perfgate.catalog import Baseline, Row
-from perfgate.errors import PerfgateError
 from perfgate.history import trend
 from perfgate.logs import StepSeries
 from perfgate.runs import Diagnosis, RunRecord, RunResult
@@ -130,20 +129,8 @@ def throughput(
     if row.baseline is not None and row.baseline.flops_convention not in (None, *wanted):
         wanted.append(row.baseline.flops_convention)  # compare like with like in the report
     for conv in wanted:
-        try:
-            t = flops.throughput(
-                row.model,
-                row.gpu,
-                row.precision,
-                row.num_gpus,
-                row.gbs,
-                row.seq_len,
-                step_time_s,
-                row.task,
-                conv,
-                tp=row.tp,
-            )
-        except PerfgateError:  # a published convention may not cover this model family
+        t = flops.of_row(row, step_time_s, conv)
+        if t is None:  # a published convention may not cover this model family
             continue
         tflops[conv], mfu[conv] = t.tflops_per_gpu, t.mfu
         tokens, peak = t.tokens_per_s_per_gpu, t.peak_tflops
