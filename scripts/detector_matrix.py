@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from perfgate import verdicts
+from perfgate import flops, hardware, verdicts
 from perfgate.catalog import Baseline, BaselineRun, Provenance, Row
 from perfgate.history import nodes as hnodes
 from perfgate.history.trend import Point, off_slow_nodes
@@ -60,6 +60,7 @@ PROBES = (0.05, 0.08)
 # History noise with slow launches clipped when confirming (the suite's default);
 # evaluate_detector --plain-history measures the plain sum of squares instead.
 ROBUST = True
+ROW_MFU = 0.45  # of the H100's BF16 peak, under nemo2's count (the largest)
 SIZES = ((1, 0.4), (2, 0.2), (4, 0.15), (8, 0.12), (16, 0.08), (32, 0.05))
 
 
@@ -79,8 +80,10 @@ class RowModel:
 
     @property
     def row(self) -> Row:
-        """A catalog row for it (the FLOPs model only shapes the report, not the verdict)."""
+        """A catalog row for it: Llama 3 8B with the batch that runs its step time at about
+        45% MFU (a faster row would be INFRA IMPOSSIBLE); the batch shapes only the report."""
         n = 8 * self.nodes
+        per_step = ROW_MFU * hardware.peak_tflops("h100", "bf16") * 1e12 * n * self.step_s
         return Row(
             id=f"pretrain-llama3_8b-h100-bf16-{n}gpu-tp1-r{self.index}",
             task="pretrain",
@@ -89,7 +92,7 @@ class RowModel:
             precision="bf16",
             num_gpus=n,
             gpus_per_node=8,
-            gbs=8 * n,
+            gbs=max(1, round(per_step / flops.flops_per_sample("llama3_8b", 8192))),
             mbs=1,
             seq_len=8192,
             variant=f"r{self.index}",

@@ -4,8 +4,9 @@
     python scripts/evaluate_detector.py [--draws 2000] [--split evaluation] [--quick] [--json]
 
 Modes, each judged by perfgate.stats exactly as the gate judges a row:
-  stored-1   one run vs a baseline stored from one earlier run (compare_to_baseline)
-  stored-3   one run vs a baseline stored from 3 earlier runs (mean and spread)
+  stored-1   one run vs a baseline stored from one earlier run (compare_to_baseline), its
+             median with its within-run error as --update-baselines stores it
+  stored-3   one run vs a baseline stored from 3 earlier runs (each run's median and error)
   history-3+10  one run vs a baseline stored with its 3 runs, plus the row's 10 earlier runs
              (separate jobs) as its history: the noise the gate learns from them
              (perfgate.history.trend, perfgate.verdicts.nightly)
@@ -62,6 +63,10 @@ Modelling assumptions (also printed with the results):
      across nights, launch noise, slow nodes: --slow-nodes), each row judged by
      perfgate.verdicts.evaluate with its history and confirmed on other nodes (--confirm);
      false REGRESSIONs per row and per night, slowed rows caught, 3% steps found.
+ 10. --baseline-runs (scripts/detector_baselines.py): rows of --matrix's generator with
+     per-step CV 0.5-1%, 1-2% and 2-3%, one run vs a baseline stored from 1 run (with and
+     without its within-run error) and from 3 runs, no history: false alarms, PASS and
+     INCONCLUSIVE at no change, detection of 5% and 8% at tolerance 5%.
 """
 
 from __future__ import annotations
@@ -78,6 +83,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import detector_baselines
 import detector_matrix
 import detector_nightly
 import numpy as np
@@ -210,14 +216,17 @@ def one_gate(
     summ = [summarize_run(list(x)) for x in raw]
     base = [scaled(s, f) for s, f in zip(summ[:3], eff[:3], strict=True)]
     cand0 = [scaled(s, f) for s, f in zip(summ[3:], eff[3:], strict=True)]
-    stored1 = Baseline(base[0].median_s, Provenance("sim"), n_runs=1)
+    # Baselines as --update-baselines stores them: each run's median with its within-run
+    # error (rel_se), which the comparison adds to its SE (stats.noise.baseline_within).
+    first = (BaselineRun(base[0].median_s, base[0].rel_se),) if base[0].steady else ()
+    stored1 = Baseline(base[0].median_s, Provenance("sim"), n_runs=1, runs=first)
     logs = [math.log(b.median_s) for b in base if b.steady]
     stored3 = storedh = None
     if len(logs) >= 2:
         gm = math.exp(float(np.mean(logs)))
         spread = gm * float(np.std(logs, ddof=1))
-        stored3 = Baseline(gm, Provenance("sim"), spread, len(logs))
         runs = tuple(BaselineRun(b.median_s, b.rel_se) for b in base if b.steady)
+        stored3 = Baseline(gm, Provenance("sim"), spread, len(logs), runs=runs)
         storedh = Baseline(gm, Provenance("perfgate sim"), spread, len(runs), runs=runs)
     # The row's history: HISTORY_RUNS earlier runs, each its own job; its noise as the gate
     # learns it (residuals within the segments between change points).
@@ -570,6 +579,20 @@ def matrix(args: argparse.Namespace) -> int:
     return 0
 
 
+def baseline_runs(args: argparse.Namespace, draws: int) -> int:
+    """The 1-run baseline by per-step CV table (or JSON)."""
+    start = time.perf_counter()
+    seed = detector_baselines.SEED if args.seed is None else args.seed
+    res = detector_baselines.simulate(draws, seed, args.jobs, args.launch_cv)
+    res["seconds"] = round(time.perf_counter() - start, 1)
+    if args.json:
+        print(json.dumps(res, indent=1))
+    else:
+        print(detector_baselines.report(res))
+        print(f"\n({res['seconds']} s)")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -628,6 +651,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="--matrix: persistently slow nodes a confirmation can avoid (default), slow "
         "launches anywhere (the worst case), or none",
     )
+    p.add_argument(
+        "--baseline-runs",
+        action="store_true",
+        help="what a 1-run baseline costs by per-step CV (scripts/detector_baselines.py); "
+        "--draws rows per CV bin",
+    )
+    p.add_argument(
+        "--launch-cv",
+        type=float,
+        default=None,
+        help="--baseline-runs: every row's launch-to-launch noise (default: drawn 0.3..1.2%%)",
+    )
     p.add_argument("--confirm", type=int, default=1, help="--matrix: confirmation runs")
     p.add_argument(
         "--plain-history",
@@ -669,6 +704,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     if args.matrix:
         return matrix(args)
+    if args.baseline_runs:
+        return baseline_runs(args, draws)
     if args.nightly:
         return nightly(args, ref, draws)
     res = run(

@@ -186,3 +186,39 @@ def test_a_short_matrix_season_confirms_and_counts(dm: ModuleType) -> None:
     assert c["probe:0.08"] == 3 and c["caught:0.08"] >= 2
     steps = dm.season(rng, "none", rows=10, nights=12, confirm=1, fdr=None, step=True)
     assert steps["series"] == 10 and 0 <= steps["found"] <= 10
+
+
+# --- what a 1-run baseline costs by per-step CV (scripts/detector_baselines.py) --------------
+
+
+def test_the_baseline_runs_table_counts_every_verdict(ed: ModuleType, capsys) -> None:
+    db = sys.modules["detector_baselines"]
+    res = db.simulate(draws=24, seed=3)
+    assert len(res["rates"]) == len(db.BINS) * len(db.MODES) * len(db.SLOWDOWNS)
+    for rates in res["rates"].values():
+        assert sum(rates.values()) == pytest.approx(1.0)
+    for lo, hi in db.BINS:  # an 8% slowdown at 5% tolerance is caught nearly always
+        for mode in db.MODES:
+            assert db._rate(res, db.cv_label(lo, hi), mode, 0.08, "REGRESSION") >= 0.8
+    assert ed.main(["--baseline-runs", "--draws", "8", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "## 1-run baseline by per-step CV" in out and "| 2-3% | 1-run, no rel_se |" in out
+
+
+def test_a_one_run_baselines_within_run_error_widens_the_comparison(ed: ModuleType) -> None:
+    """The baseline's stored rel_se (a 3%-CV row: ~0.4%) enters the comparison's SE."""
+    db = sys.modules["detector_baselines"]
+    from perfgate import verdicts
+
+    dm = sys.modules["detector_matrix"]
+    rng = np.random.default_rng(1)
+    m = db.replace(dm.draw_row(0, rng), cv=0.03, phi=0.0, spikes=0.0, steps=50)
+    s = stats.summarize_run(dm.run_steps(m, rng, 1.0))
+    run = db.BaselineRun(s.median_s, s.rel_se)
+    result = dm._result(m, dm.run_steps(m, rng, 1.0), ("n1",), "j")
+    se = {}
+    for name, base in (("with", [run]), ("without", [db.replace(run, rel_se=None)])):
+        row = db.replace(m.row, baseline=db._baseline(base))
+        se[name] = verdicts.evaluate(row, result, source="live", noise=stats.Noise()).comparison.se
+    assert s.rel_se > 0.003
+    assert se["with"] ** 2 == pytest.approx(se["without"] ** 2 + s.rel_se**2, rel=0.05)

@@ -102,7 +102,7 @@ class _RunEntryKeys(TypedDict):
 
 class RunEntry(_RunEntryKeys, total=False):
     """One launch: its image, versions and per-step times; a confirmation run (another job,
-    on other nodes) also says which job and nodes."""
+    on other nodes) also says which job and nodes, a replayed launch of its own job which."""
 
     job_id: str | None
     nodes: list[str]

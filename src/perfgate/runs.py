@@ -25,6 +25,7 @@ CAUSES = (
     "TOO_FEW_STEPS",  # ended before the steady window
     "SUBMIT",  # sbatch refused the job
     "QUEUE_TIMEOUT",  # still pending when the session's queue deadline passed
+    "IMPOSSIBLE",  # faster than the GPU can be (MFU > 1 under every FLOPs convention)
     "UNKNOWN",
 )
 
@@ -70,6 +71,7 @@ class RunRecord:
     # one. See perfgate.launch.images.
     image_digest: str | None = None
     image_stamp: tuple[int, int] | None = None  # (size, mtime_ns) of the user's squashfs file
+    job_id: str | None = None  # its own job, where it differs from the result's (replayed launches)
 
 
 @dataclass(frozen=True)

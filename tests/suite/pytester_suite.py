@@ -54,7 +54,11 @@ class Suite:
 
     def run(self, *args: str) -> pytest.RunResult:
         """pytest in the suite folder (in-process, no cache)."""
-        return self.pytester.runpytest_inprocess("-p", "no:cacheprovider", *args)
+        # Exit status 2 (a malformed baselines file) is pytest's "interrupted": without
+        # no_reraise_ctrlc pytester looks for the Ctrl-C of a session that never configured.
+        return self.pytester.runpytest_inprocess(
+            "-p", "no:cacheprovider", *args, no_reraise_ctrlc=True
+        )
 
     def results(self) -> dict[str, Any]:
         """perfgate-results/results.json of the last run."""

@@ -9,6 +9,7 @@ from datetime import date
 
 from perfgate import catalog
 from perfgate.catalog.store import lock_for
+from perfgate.errors import ConfigError
 
 from .pytester_suite import EXAMPLES
 
@@ -115,3 +116,35 @@ def _with_note(row):
     from dataclasses import replace
 
     return replace(row, notes=(*row.notes, "touched by a concurrent writer"))
+
+
+PASS_ROW = "pretrain-nemotron4_15b-h100-bf16-64gpu-tp2"
+
+
+def test_a_refused_update_fails_the_session(suite):
+    """Every test passes, but the row's update was refused: a CI job must notice."""
+    suite.real_baselines()
+    result = suite.run(*ARGS, "-k", PASS_ROW, "--update-baselines")
+    assert result.parseoutcomes().get("passed") == 1
+    assert f"baseline NOT stored: {PASS_ROW}: replayed example logs" in "\n".join(result.outlines)
+    assert result.ret == 1
+
+
+def test_an_update_the_baselines_file_refuses_fails_the_session(suite, monkeypatch):
+    suite.real_baselines()
+    before = _files(suite)
+
+    def refuse(folder, updates):
+        raise ConfigError(f"{folder}/h100.json: field 'baseline.mfu': must be a fraction")
+
+    monkeypatch.setattr(catalog, "update_baselines", refuse)
+    result = suite.run(*ARGS, "-k", PASS_ROW, "--update-baselines", "--accept-regressions")
+    assert result.parseoutcomes().get("passed") == 1
+    assert "baselines NOT updated: " in "\n".join(result.outlines)
+    assert result.ret == 1 and _files(suite) == before
+
+
+def test_a_stored_update_keeps_exit_status_0(suite):
+    suite.real_baselines()
+    result = suite.run(*ARGS, "-k", PASS_ROW, "--update-baselines", "--accept-regressions")
+    assert result.ret == 0 and "baselines updated in" in "\n".join(result.outlines)

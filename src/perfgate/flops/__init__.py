@@ -28,8 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from perfgate import hardware, models
-from perfgate.catalog import FLOPS_CONVENTIONS, TASKS
-from perfgate.errors import ConfigError
+from perfgate.catalog import FLOPS_CONVENTIONS, TASKS, Row
+from perfgate.errors import ConfigError, PerfgateError
 from perfgate.flops import automodel, llmb, megatron, megatron_bridge, nemo2, nemo2_2509
 from perfgate.models import ModelArch
 
@@ -162,3 +162,23 @@ def throughput(
         convention=convention,
         peak_tflops=peak,
     )
+
+
+def of_row(row: Row, step_time_s: float, convention: str) -> Throughput | None:
+    """throughput() of a catalog row's step time; None where the convention cannot count the
+    row (a published formula covers only the model families it was published for)."""
+    try:
+        return throughput(
+            row.model,
+            row.gpu,
+            row.precision,
+            row.num_gpus,
+            row.gbs,
+            row.seq_len,
+            step_time_s,
+            row.task,
+            convention,
+            tp=row.tp,
+        )
+    except PerfgateError:
+        return None

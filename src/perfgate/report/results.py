@@ -177,7 +177,7 @@ def record(
 
 def _run_entry(run: RunRecord, label: str | None = None) -> RunEntry:
     steps = run.series.steps if run.series is not None else ()
-    return {
+    entry: RunEntry = {
         "label": label or run.label,
         "image": run.image,
         "image_digest": run.image_digest,
@@ -188,6 +188,9 @@ def _run_entry(run: RunRecord, label: str | None = None) -> RunEntry:
         "log_interval": run.series.log_interval if run.series is not None else 1,
         "steps": [[s.step, s.step_time_s] for s in steps],
     }
+    if run.job_id:  # a replayed launch of its own job
+        entry["job_id"] = run.job_id
+    return entry
 
 
 def now() -> str:
@@ -265,7 +268,7 @@ def _runs(
             catalog.BaselineRun(
                 step_time_s=round(s.median_s, 6),
                 rel_se=round(s.rel_se, 6),
-                job_id=job_id,
+                job_id=str(run["job_id"]) if run.get("job_id") else job_id,
                 date=stamp,
                 container=run.get("image"),
                 digest=run.get("image_digest"),
@@ -284,6 +287,13 @@ def _summaries(runs: list[dict[str, Any]], window: Any) -> list[Any]:
         except PerfgateError:
             out.append(None)
     return out
+
+
+def _job_ids(job: dict[str, Any], runs: list[catalog.BaselineRun]) -> tuple[str, ...]:
+    """The jobs behind a baseline: the record's job, else its runs' own (replayed launches)."""
+    if job.get("job_id"):
+        return (str(job["job_id"]),)
+    return tuple(dict.fromkeys(r.job_id for r in runs if r.job_id))
 
 
 def baseline_from_record(
@@ -336,7 +346,7 @@ def baseline_from_record(
             container=image,
             framework_version=versions.get("nemo") or versions.get("megatron_bridge"),
             date=date.today().isoformat(),
-            job_ids=(str(job["job_id"]),) if job.get("job_id") else (),
+            job_ids=_job_ids(job, runs),
             versions=versions,
             notes=notes,
         ),

@@ -74,7 +74,8 @@ def _selection(g: pytest.OptionGroup) -> None:
         type=int,
         default=None,
         help="launch each row K times in one allocation (an A/A gate); the verdict pools the "
-        "K runs and --update-baselines stores each run's summary",
+        "K runs and --update-baselines stores each run's summary; with --replay: read K "
+        "launch folders of each row (launch-1/ ..), refused when a row has another number",
     )
     g.addoption(
         "--override",

@@ -29,6 +29,7 @@ from perfgate.suite.state import ITEM, PerfgateState
 from perfgate.verdicts import Evaluation
 
 ROW_ARG = selection.ROW_ARG
+BAD_CATALOG = 2  # exit status of a malformed baselines file (docs/suite.md)
 STATE = pytest.StashKey[PerfgateState]()
 
 
@@ -45,9 +46,13 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(e)) from None
     state = PerfgateState(config, settings)
     config.stash[STATE] = state
-    try:  # the rows' markers; a bad catalog is reported where the rows are collected
+    try:  # the rows' markers
         rows = state.catalog.rows
-    except PerfgateError:
+    except PerfgateError as e:
+        if not config.option.help:
+            # One line, exit 2 (a malformed input, as `perfgate validate` says it), before
+            # collection: else one error per test module, then -m's markers unknown (exit 4).
+            pytest.exit(str(e), returncode=BAD_CATALOG)
         rows = ()
     for line in selection.marker_lines(rows):
         config.addinivalue_line("markers", line)
@@ -181,8 +186,14 @@ class SessionHooks:
         self.state.deselected += [r.id for item in items if (r := selection.row_of(item))]
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Cancel jobs nobody waited for, update baselines if asked, stamp results.json."""
+        """Cancel jobs nobody waited for, update baselines if asked, stamp results.json.
+
+        A requested baseline update that was not stored fails the session (exit 1), so a CI
+        job that refreshes baselines notices, even when every row passed."""
         self.state.finish(login_metadata(session.config))
+        update = self.state.update
+        if update is not None and update.incomplete and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo) -> None:
         """Ctrl-C: cancel every job this session submitted (each once) and say which."""

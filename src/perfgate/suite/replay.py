@@ -12,15 +12,22 @@ relative to DIR (a folder name or the file name without extension)
    row; tokens absent from the name are not checked;
 
 and no path component names another GPU type (a folder `h100/` or a token `_b200_`
-restricts the match to that GPU). The folder holding the files is one run. In a run folder,
-perfgate's steps.json wins, then `log-*` files (nemo_run/llmb main logs, chained in name order
-as restarts), then NeMo's `nemo_log_globalrank-0_localrank-0.txt`, then a single other log
-with step lines. A row with no matching run, with several runs, or whose run also matches
-another selected row is skipped with the reason.
+restricts the match to that GPU).
+
+Which of the matched folders are the row's launches is perfgate.suite.replay_layout's rule: the
+folder holding the files is one launch, unless it holds launch folders (`launch-<n>/`,
+`run-<n>/`, perfgate's `attempt-<k>/run-<NN>-baseline/`): then each is one launch, read in
+order of n, and K launches are K runs of the row (judged and stored as `--repeat K` live).
+`confirm-<n>/` folders beside them are confirmation runs (Match.confirmations), never launches.
+In a launch, perfgate's steps.json wins, then `log-*` files (nemo_run/llmb main logs, chained
+in name order as restarts), then NeMo's `nemo_log_globalrank-0_localrank-0.txt`, then a single
+other log with step lines. A row with no matching run, with runs in several folders, or whose
+run also matches another selected row is skipped with the reason.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,6 +38,7 @@ from perfgate.catalog import GPUS, PRECISION_TOKENS, Row
 from perfgate.errors import PerfgateError
 from perfgate.logs import stepfile
 from perfgate.runs import Diagnosis, RunRecord, RunResult
+from perfgate.suite import replay_layout
 
 LOG_SUFFIXES = (".out", ".log", ".txt", ".err")
 TASK_WORDS = {"pretrain": ("pretrain",), "sft": ("sft", "finetune"), "lora": ("lora", "finetune")}
@@ -46,11 +54,21 @@ _JOB_ID = re.compile(r"_(\d{3,})_\d+$")  # nemo_run logs: log-<acct>.<exp>_<jobi
 
 @dataclass(frozen=True)
 class Match:
-    """The logs of one row found in the replay folder, or why there are none."""
+    """The logs of one row found in the replay folder, or why there are none.
+
+    launches: the files of each launch, in order (K launches: K runs of the row);
+    confirmations: the files of each confirm-<n> run beside them, in order of n.
+    """
 
     row_id: str
-    files: tuple[Path, ...] = ()
+    launches: tuple[tuple[Path, ...], ...] = ()
+    confirmations: tuple[tuple[Path, ...], ...] = ()
     skip_reason: str | None = None
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        """Every launch's files, in order."""
+        return tuple(f for files in self.launches for f in files)
 
 
 def _normalize(name: str) -> str:
@@ -143,6 +161,7 @@ class ReplayIndex:
         self.root = root
         self.rows = list(rows)
         self._runs: dict[Path, list[Path]] = {}
+        self._matches: dict[str, Match] = {}
         for path in sorted(root.rglob("*")):
             if path.is_file() and (path.name == "steps.json" or path.suffix in LOG_SUFFIXES):
                 self._runs.setdefault(path.parent, []).append(path)
@@ -150,49 +169,82 @@ class ReplayIndex:
     def _run_matches(self, folder: Path, row: Row) -> bool:
         return any(path_matches(f.relative_to(self.root), row) for f in self._runs[folder])
 
+    def _any_matches(self, folders: Sequence[Path], row: Row) -> bool:
+        return any(self._run_matches(d, row) for d in folders)
+
     def match(self, row: Row) -> Match:
-        """The run of this row, or a skip reason (none, several, or shared with another row)."""
-        folders = [d for d in self._runs if self._run_matches(d, row)]
+        """The launches of this row, or a skip reason (none, runs in several folders, or
+        shared with another row)."""
+        if row.id not in self._matches:
+            self._matches[row.id] = self._match(row)
+        return self._matches[row.id]
+
+    def _match(self, row: Row) -> Match:
+        folders = {
+            d.relative_to(self.root).parts: files
+            for d, files in self._runs.items()
+            if self._run_matches(d, row)
+        }
         if not folders:
             return Match(row.id, skip_reason=f"no log under {self.root} matches row {row.id}")
-        if len(folders) > 1:
-            shown = ", ".join(str(d.relative_to(self.root)) for d in folders[:3])
-            more = f" and {len(folders) - 3} more" if len(folders) > 3 else ""
+        groups = replay_layout.group(folders)
+        if not groups:
             return Match(
                 row.id,
-                skip_reason=f"ambiguous: {len(folders)} runs under {self.root} match row "
-                f"{row.id} ({shown}{more}); point --replay at one of them",
+                skip_reason=f"only confirmation runs (confirm-<n>/) under {self.root} match row "
+                f"{row.id}: no launch to judge",
             )
-        folder = folders[0]
-        others = [r.id for r in self.rows if r.id != row.id and self._run_matches(folder, r)]
+        if len(groups) > 1:
+            return Match(
+                row.id,
+                skip_reason=f"ambiguous: {len(groups)} runs under {self.root} match row "
+                f"{row.id} ({replay_layout.describe(groups)}); point --replay at one of them, "
+                "or put them in launch-1/, launch-2/, .. of one folder to read them as that "
+                "many runs",
+            )
+        ((root, g),) = groups.items()
+        why = g.problem or replay_layout.labels_problem(g)
+        if why:
+            return Match(row.id, skip_reason=f"{'/'.join(root) or '.'}: {why}")
+        keys = g.folders()
+        used = [self.root.joinpath(*p) for p in folders if any(p[: len(k)] == k for k in keys)]
+        others = [r.id for r in self.rows if r.id != row.id and self._any_matches(used, r)]
         if others:
             return Match(
                 row.id,
-                skip_reason=f"ambiguous: {folder.relative_to(self.root)} matches rows "
+                skip_reason=f"ambiguous: {'/'.join(root) or '.'} matches rows "
                 f"{row.id} and {', '.join(others)}; put the GPU type in the path or narrow -m",
             )
-        return self._pick(row, folder)
+        launches, confirmations = [], []
+        for files in g.launch_files():
+            chosen, why = _pick(files, self.root)
+            if why:
+                return Match(row.id, skip_reason=why)
+            launches.append(chosen)
+        for _, files in sorted(g.confirmations.items()):
+            chosen, why = _pick(files, self.root)
+            if not why:
+                confirmations.append(chosen)
+        return Match(row.id, tuple(launches), tuple(confirmations))
 
-    def _pick(self, row: Row, folder: Path) -> Match:
-        files = self._runs[folder]
-        rel = folder.relative_to(self.root)
-        for f in files:
-            if f.name == "steps.json":
-                return Match(row.id, (f,))
-        chosen = [f for f in files if f.name.startswith("log-")]
+
+def _pick(files: Sequence[Path], root: Path) -> tuple[tuple[Path, ...], str | None]:
+    """The files of one launch to read (see the module doc), or why none can be chosen."""
+    for f in files:
+        if f.name == "steps.json":
+            return (f,), None
+    chosen = [f for f in files if f.name.startswith("log-")]
+    if not chosen:
+        chosen = [f for f in files if f.name == "nemo_log_globalrank-0_localrank-0.txt"]
+    if not chosen:
+        chosen = [f for f in files if _has_steps(f)]
+        if len(chosen) > 1:
+            names = ", ".join(f.name for f in chosen)
+            where = Path(os.path.commonpath([f.parent for f in chosen])).relative_to(root)
+            return (), f"ambiguous: several logs with step lines in {where} ({names})"
         if not chosen:
-            chosen = [f for f in files if f.name == "nemo_log_globalrank-0_localrank-0.txt"]
-        if not chosen:
-            chosen = [f for f in files if _has_steps(f)]
-            if len(chosen) > 1:
-                names = ", ".join(f.name for f in chosen)
-                return Match(
-                    row.id,
-                    skip_reason=f"ambiguous: several logs with step lines in {rel} ({names})",
-                )
-            if not chosen:
-                chosen = files  # none has steps: load() reports it as a run without steps
-        return Match(row.id, tuple(chosen))
+            chosen = list(files)  # none has steps: load() reports it as a run without steps
+    return tuple(chosen), None
 
 
 def _has_steps(path: Path) -> bool:
@@ -253,5 +305,49 @@ def load(row: Row, files: Sequence[Path]) -> RunResult:
         return RunResult(row.id, job_id, "REPLAY", log_paths=paths, diagnosis=diag)
     # A log may hold steps and still end in a CUDA OOM or an NCCL timeout: that run failed.
     diag = _diagnose(files, series, None)
-    run = RunRecord(image=None, label="baseline", series=series, log_path=paths[-1])
+    run = RunRecord(image=None, label="baseline", series=series, log_path=paths[-1], job_id=job_id)
     return RunResult(row.id, job_id, "REPLAY", runs=(run,), log_paths=paths, diagnosis=diag)
+
+
+def load_launches(row: Row, launches: Sequence[Sequence[Path]]) -> RunResult:
+    """One RunResult of a row's K launches: K runs, as a live `--repeat K` job returns them.
+
+    The first launch that failed (or has no steps) makes the result fail, named by its place.
+    """
+    results = [load(row, files) for files in launches]
+    if len(results) == 1:
+        return results[0]
+    diag = None
+    for i, r in enumerate(results, start=1):
+        if r.diagnosis is not None:
+            d = r.diagnosis
+            where = f"launch {i} of {len(results)} ({Path(r.log_paths[0]).parent})"
+            diag = Diagnosis(d.cause, f"{where}: {d.message}", d.evidence, d.log_tail)
+            break
+    job_ids = {r.job_id for r in results if r.job_id}
+    nodes = dict.fromkeys(n for r in results for n in r.nodes)
+    return RunResult(
+        row.id,
+        job_ids.pop() if len(job_ids) == 1 else None,
+        "REPLAY",
+        runs=tuple(run for r in results for run in r.runs),
+        nodes=tuple(nodes),
+        log_paths=tuple(p for r in results for p in r.log_paths),
+        diagnosis=diag,
+    )
+
+
+def repeat_mismatch(row: Row, m: Match, repeat: int | None, root: Path | None) -> str | None:
+    """--repeat K with --replay: why this row's launches are not K, else None.
+
+    With --replay, --repeat K asks for K runs of each row from disk: a row with a matched run
+    must have exactly K launches (a row without a match is skipped as usual).
+    """
+    if repeat is None or m.skip_reason or len(m.launches) == repeat:
+        return None
+    k = len(m.launches)
+    return (
+        f"--repeat {repeat} with --replay: row {row.id} has {k} launch{'es' if k != 1 else ''} "
+        f"under {root}; put {repeat} launches in launch-1/ .. launch-{repeat}/ of its folder "
+        "(docs/suite.md, replay), or leave out --repeat to judge the launches there are"
+    )

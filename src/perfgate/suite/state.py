@@ -143,6 +143,16 @@ class PerfgateState:
         self.session_rows, self.test_ids = rows, dict(test_ids or {})
         if s.mode == "replay":
             self.index = replay.ReplayIndex(s.replay, rows)  # type: ignore[arg-type]
+            wanted = None if self.is_worker else self.config.getoption("repeat")
+            why = [
+                w
+                for r in rows
+                if (w := replay.repeat_mismatch(r, self.index.match(r), wanted, s.replay))
+            ]
+            if why:  # before any row is judged: one line, as other option errors (xdist
+                # workers fail their rows instead: a worker's usage error would crash it)
+                more = f" (and {len(why) - 1} more rows)" if len(why) > 1 else ""
+                raise pytest.UsageError(why[0] + more)
         elif s.mode == "live" and rows:
             if not self.is_worker:
                 self.preflight_submit(rows)
@@ -224,7 +234,10 @@ class PerfgateState:
             m = self.index.match(row)
             if m.skip_reason:
                 return m.skip_reason
-            result = replay.load(row, m.files)
+            why = replay.repeat_mismatch(row, m, self.config.getoption("repeat"), s.replay)
+            if why:  # an xdist worker's row (the controller's check is in start())
+                pytest.fail(why, pytrace=False)
+            result = replay.load_launches(row, m.launches)
         else:
             if self.runner is None:
                 self.start([row])
@@ -340,4 +353,9 @@ class PerfgateState:
 
     def update_baselines(self) -> None:
         """Store the measured values of cleanly run rows (perfgate.suite.updates)."""
-        self.update = updates.update_baselines(self.record_list(), self.settings, self.catalog)
+        try:
+            cat = self.catalog
+        except PerfgateError as e:  # at session end a traceback would hide the one line
+            self.update = updates.Update(error=str(e))
+            return
+        self.update = updates.update_baselines(self.record_list(), self.settings, cat)

@@ -2,7 +2,7 @@
 
 REGRESSION rows and replayed example logs are stored only with --accept-regressions; INFRA
 rows never (nothing was measured). The outcome (the diff written, an error, the rows refused
-and why) is what the terminal summary shows.
+and why) is what the terminal summary shows; an incomplete one fails the session (exit 1).
 """
 
 from __future__ import annotations
@@ -27,6 +27,11 @@ class Update:
     diff: str = ""
     error: str | None = None
     refused: list[str] = field(default_factory=list)  # rows not stored, and why
+
+    @property
+    def incomplete(self) -> bool:
+        """True when a requested update was not stored: the write failed or rows were refused."""
+        return self.error is not None or bool(self.refused)
 
 
 def update_baselines(records: list[RowRecord], settings: Settings, cat: catalog.Catalog) -> Update:

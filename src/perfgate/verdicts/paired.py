@@ -17,7 +17,7 @@ from perfgate import stats
 from perfgate.catalog import Row
 from perfgate.runs import RunRecord, RunResult, launch_order
 from perfgate.stats import RunSummary
-from perfgate.verdicts import pairs_rule
+from perfgate.verdicts import pairs_rule, physical
 from perfgate.verdicts.pairs_rule import BASELINE, CANDIDATE
 from perfgate.verdicts.single import (
     IMPROVEMENT,
@@ -118,6 +118,10 @@ def evaluate_ab(
         ab["sides"][side].update(pooled(summaries))
     ab["drift"] = drift(row, steady_base, steady_cand, tol, window, noise)
     measured = pooled_measured(row, steady_cand, [cand[i] for i in used])
+    why_not = physical.impossible(row, min(s.median_s for s in (*steady_base, *steady_cand)))
+    if why_not is not None:  # both images ran something else than the row: no A/B verdict
+        kw = {"ab": ab, "comparison": comp, "measured": measured, **common}
+        return infra(row, source, result, physical.CAUSE, why_not, **kw)
     return Evaluation(
         row=row,
         verdict=comp.verdict,

@@ -16,13 +16,12 @@ from typing import Any
 
 from perfgate import flops, stats
 from perfgate.catalog import Baseline, Row
-from perfgate.errors import PerfgateError
 from perfgate.history import trend
 from perfgate.logs import StepSeries
 from perfgate.runs import Diagnosis, RunRecord, RunResult
 from perfgate.secrets import redact
 from perfgate.stats import RunSummary
-from perfgate.verdicts import nightly
+from perfgate.verdicts import nightly, physical
 
 # What the plugin can say about a row, beyond the comparison verdicts of perfgate.stats; the
 # report, results.json, JUnit and the terminal take their verdict names from here.
@@ -130,20 +129,8 @@ def throughput(
     if row.baseline is not None and row.baseline.flops_convention not in (None, *wanted):
         wanted.append(row.baseline.flops_convention)  # compare like with like in the report
     for conv in wanted:
-        try:
-            t = flops.throughput(
-                row.model,
-                row.gpu,
-                row.precision,
-                row.num_gpus,
-                row.gbs,
-                row.seq_len,
-                step_time_s,
-                row.task,
-                conv,
-                tp=row.tp,
-            )
-        except PerfgateError:  # a published convention may not cover this model family
+        t = flops.of_row(row, step_time_s, conv)
+        if t is None:  # a published convention may not cover this model family
             continue
         tflops[conv], mfu[conv] = t.tflops_per_gpu, t.mfu
         tokens, peak = t.tokens_per_s_per_gpu, t.peak_tflops
@@ -223,6 +210,8 @@ def evaluate(
 ) -> Evaluation:
     """Judge one row from its RunResult: INFRA, NO_BASELINE or the comparison's verdict.
 
+    A run faster than the GPU can be (MFU > 1 under every convention) is INFRA IMPOSSIBLE.
+
     Every run of the job counts (--repeat K: K runs); history holds the row's earlier runs
     (perfgate.history): its noise and a persistent step the baseline missed (verdicts.nightly).
     """
@@ -253,10 +242,17 @@ def evaluate(
         )
     every = [r.series for r in result.runs if r.series is not None and r.series.valid]
     every = [x for x in every if x.steps]
+    fastest = measured.step_time_s
     if len(every) > 1:  # --repeat K: the row's numbers pool its steady runs
         summaries = [stats.summarize_run(x.step_times, window) for x in every]
         steady = [x for x in summaries if x.steady]
         measured = pooled_measured(row, steady, result.runs)
+        fastest = min(x.median_s for x in steady)
+    why_not = physical.impossible(row, fastest)
+    if why_not is not None:  # not a measurement of this row: judging it would mislead
+        return infra(
+            row, source, result, physical.CAUSE, why_not, measured=measured, series=series, **common
+        )
     base = row.baseline
     if base is None:
         return Evaluation(
