@@ -4,6 +4,7 @@ does stays a REGRESSION. The local executor has no other nodes, and the verdict 
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 
 from perfgate.catalog import Baseline, BaselineRun, Provenance
@@ -13,7 +14,8 @@ from .rows import command_row
 pytest_plugins = ["pytester"]
 
 LOCAL = ("--all-rows", "--executor", "local", "--poll-interval", "0.2", "--history", "off")
-STEP = ("--step-s", "0.05", "--first-step-s", "0.2")
+# modeled step times (0.4% noise): the verdicts do not depend on the machine's load
+STEP = ("--step-s", "0.05", "--first-step-s", "0.2", "--modeled-cv", "0.004")
 
 
 def measured(row, step_s: float):
@@ -53,3 +55,22 @@ def test_confirm_zero_judges_the_one_run(suite):
     rec = suite.results()["rows"][flaky.id]
     assert rec["verdict"] == "REGRESSION" and rec["confirmation"] is None
     assert result.ret == 1
+
+
+def test_a_replay_of_the_results_folder_reads_the_rerun_as_the_confirmation(suite):
+    flaky = command_row("flaky", *STEP, "--slow-label", "baseline", "--slowdown", "0.25")
+    suite.write_rows([measured(flaky, 0.05)])
+    suite.run(*LOCAL)
+    live = suite.results()["rows"][flaky.id]
+    assert live["verdict"] == "UNCONFIRMED"
+    jobs = suite.path / "perfgate-results" / "jobs"
+    (first,) = (jobs / flaky.id).iterdir()  # the rerun's job lives inside the first's folder
+    assert (first / "confirm-1" / "attempt-0" / "run-01-confirm" / "steps.json").is_file()
+    result = suite.run(f"--replay={jobs}", "--all-rows", "--history", "off")
+    rec = suite.results()["rows"][flaky.id]
+    assert rec["verdict"] == "UNCONFIRMED", "\n".join(result.outlines)
+    assert rec["confirmation"]["runs"][1]["delta"] == live["confirmation"]["runs"][1]["delta"]
+    # without the rerun's folder the replay is the first run alone
+    shutil.rmtree(first / "confirm-1")
+    suite.run(f"--replay={jobs}", "--all-rows", "--history", "off")
+    assert suite.results()["rows"][flaky.id]["verdict"] == "REGRESSION"

@@ -124,8 +124,17 @@ class LaunchSession:
         opts = planning.confirmation_options(self.options, exclude)
         saved = self._saved.get(key, {})
         job_dir = saved.get("job_dir") if saved.get("job_id") else None
+        # inside the first job's folder: a replay of the results folder reads it as that
+        # run's confirmation (perfgate.suite.replay_layout: confirm-<n>/)
+        first = self.entries.get(row.id)
+        home = Path(first.plan.job_dir) if first is not None else None
         tag = f"confirm-{n}"
-        jdir = Path(job_dir) if job_dir else planning.new_job_dir(self.results_dir, row.id, tag)
+        if job_dir:
+            jdir = Path(job_dir)
+        elif home is not None:
+            jdir = home / tag
+        else:
+            jdir = planning.new_job_dir(self.results_dir, row.id, tag)
         e = Entry(
             row,
             planning.plan(row, opts, job_dir=jdir),

@@ -13,6 +13,7 @@ skip/fail/usage errors only.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from perfgate.suite.live import LiveRunner, say, terminal_display
 from perfgate.suite.recording import HistoryRecorder
 from perfgate.suite.settings import Settings
 from perfgate.verdicts import Evaluation
+from perfgate.verdicts.confirm import combine, wants_confirmation
 from perfgate.verdicts.paired import evaluate_ab
 from perfgate.verdicts.pairs_rule import PairsRule
 from perfgate.workload import validate
@@ -238,6 +240,8 @@ class PerfgateState:
             if why:  # an xdist worker's row (the controller's check is in start())
                 pytest.fail(why, pytrace=False)
             result = replay.load_launches(row, m.launches)
+            if m.confirmations and self.settings.confirm:
+                return self._confirm_replayed(row, self.judge(row, result), m.confirmations)
         else:
             if self.runner is None:
                 self.start([row])
@@ -259,6 +263,24 @@ class PerfgateState:
         if self.confirmer is not None and s.mode == "live":
             return self.confirmer.evaluate(row, first)
         return first
+
+    def _confirm_replayed(
+        self, row: Row, first: Evaluation, reruns: Sequence[Sequence[Path]]
+    ) -> Evaluation:
+        """A replayed row with its confirm-<n> folders: judged as a live session judges its
+        reruns (the ones a live session would have needed, up to --confirm)."""
+        if wants_confirmation(first, self.settings.confirm_inconclusive) is None:
+            return first
+        if first.verdict != verdicts.REGRESSION:  # INCONCLUSIVE leaning slow: both runs
+            rerun = replay.load(row, reruns[0])
+            both = replace(first.result, runs=first.result.runs + rerun.runs)  # type: ignore[union-attr]
+            return combine(first, [self.judge(row, rerun)], pooled=self.judge(row, both))
+        evs: list[Evaluation] = []
+        for files in reruns[: self.settings.confirm]:
+            evs.append(self.judge(row, replay.load(row, files)))
+            if evs[-1].verdict != verdicts.REGRESSION:
+                break
+        return combine(first, evs)
 
     def _night(self, row: Row) -> dict[str, Evaluation | str]:
         """--fdr: every row of the session judged (once, at the first test), then the
