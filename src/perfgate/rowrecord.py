@@ -98,6 +98,7 @@ class _RunEntryKeys(TypedDict):
     format: str | None
     log_interval: int
     steps: list[list[float]]  # [step, step_time_s]
+    slowest: dict[str, Any] | None  # the slowest rank its straggler reports name, its node
 
 
 class RunEntry(_RunEntryKeys, total=False):

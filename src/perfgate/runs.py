@@ -8,6 +8,7 @@ log series and the standard library.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from perfgate.logs.series import StepSeries
 
@@ -71,6 +72,9 @@ class RunRecord:
     # one. See perfgate.launch.images.
     image_digest: str | None = None
     image_stamp: tuple[int, int] | None = None  # (size, mtime_ns) of the user's squashfs file
+    # The slowest rank as the run's straggler reports name it (perfgate.logs.stragglers),
+    # JSON-ready: rank, node (the report's, else the job's block layout), reports, how.
+    slowest: dict[str, Any] | None = None
     job_id: str | None = None  # its own job, where it differs from the result's (replayed launches)
 
 

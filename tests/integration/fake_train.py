@@ -15,6 +15,7 @@ import json
 import os
 import random
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -38,6 +39,20 @@ WATCH = (
 )
 
 
+def job_nodes(here: str) -> list[str]:
+    """Every node of the job (a slow node slows a synchronous job on all its nodes)."""
+    listed = os.environ.get("SLURM_JOB_NODELIST")
+    if not listed:
+        return [here]
+    try:
+        out = subprocess.run(
+            ["scontrol", "show", "hostnames", listed], capture_output=True, text=True, timeout=30
+        ).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        out = []
+    return out or [here]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--step-s", type=float, default=0.05)
@@ -46,6 +61,12 @@ def main() -> int:
     ap.add_argument("--slowdown", type=float, default=0.0, help="e.g. 0.05 for 5%% slower")
     ap.add_argument("--slow-node", default=None, help="slow down on this node (a slow node)")
     ap.add_argument("--slow-label", default=None, help="slow down in launches of this label")
+    ap.add_argument(
+        "--straggler-rank",
+        type=int,
+        default=None,
+        help="rank 0 also prints Megatron-Core's straggler report naming this rank the slowest",
+    )
     ap.add_argument(
         "--modeled-cv",
         type=float,
@@ -85,7 +106,7 @@ def main() -> int:
     node = seen["SLURMD_NODENAME"] or seen["hostname"]
     if (
         (args.slow_image and os.environ.get("PERFGATE_IMAGE") == args.slow_image)
-        or (args.slow_node and node == args.slow_node)
+        or (args.slow_node and args.slow_node in job_nodes(node))
         or (args.slow_label and os.environ.get("PERFGATE_RUN_LABEL") == args.slow_label)
     ):
         slow += args.slowdown
@@ -122,6 +143,14 @@ def main() -> int:
                 f"train_step_timing in s: {dt:.4g} | consumed_samples: {128 * (i + 1)}",
                 flush=True,
             )
+            if args.straggler_rank is not None:  # StragglerDetector's report line (its f-string)
+                print(
+                    f"INFO:megatron.core.utils:[2026-01-01 00:00:00] | MnRtt/Rnk: "
+                    f"{1000 * nominal:.2f}ms/0 | MxRtt/Rnk: {1100 * nominal:.2f}ms/"
+                    f"{args.straggler_rank} | MnEtpt/Rnk: 100.00TF/{args.straggler_rank} | "
+                    "MxEtpt/Rnk: 110.00TF/0",
+                    flush=True,
+                )
             if args.nan_at is not None and i >= args.nan_at:
                 print(
                     f" [2026-01-01 00:00:00] iteration {i + 1}/{steps} | grad norm: nan |",

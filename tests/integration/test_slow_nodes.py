@@ -14,7 +14,7 @@ import pytest
 from slurm_suite import SuiteDir
 from suite.rows import command_row
 
-from perfgate.catalog import Baseline, BaselineRun, Provenance
+from perfgate.catalog import Baseline, BaselineRun, Provenance, canonical_id
 from perfgate.cli import main as perfgate_main
 
 pytestmark = pytest.mark.slurm
@@ -59,6 +59,21 @@ def test_a_no_change_night_on_the_slow_node_ends_green_with_the_node_named(
     script = (tmp_path / "night" / "perfgate-results").rglob("*confirm-1*/submitit/*.sh")
     text = next(iter(script)).read_text()
     assert "#SBATCH --exclude=n2" in text and "nodelist" not in text
+
+
+def test_a_two_node_run_names_the_node_of_its_slowest_rank(slurm_cluster, tmp_path) -> None:
+    suite = SuiteDir(tmp_path / "two")
+    # 2 nodes x 4 ranks; the straggler report names rank 5: the second node's (block layout)
+    wide = replace(row("wide", "--straggler-rank", "5"), num_gpus=8, gpus_per_node=4)
+    wide = replace(wide, id=canonical_id(wide))
+    suite.write_rows([wide])
+    _, out, _ = suite.run(*POLL, "--slurm-param", "nodelist=n1,n2", "--history", "off")
+    rec = suite.results()["rows"][wide.id]
+    assert rec["verdict"] == "UNCONFIRMED", out
+    assert rec["job"]["nodes"] == ["n1", "n2"]
+    assert rec["runs"][0]["slowest"]["rank"] == 5 and rec["runs"][0]["slowest"]["node"] == "n2"
+    assert rec["confirmation"]["suspect_nodes"] == ["n2", "n1"]
+    assert "(rank 5 on n2 was the slowest: Megatron straggler detector" in rec["message"]
 
 
 def test_a_real_slowdown_stays_a_regression_after_confirmation(slurm_cluster, tmp_path) -> None:

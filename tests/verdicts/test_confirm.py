@@ -174,3 +174,15 @@ def test_results_and_history_keep_both_runs_with_their_own_jobs_and_nodes(
     # the night's trend point is the confirmation: the first run's nodes were slow, not the row
     assert [p.job_id for p in store.points(row.id)] == ["102"]
     assert len(store.node_runs()) == 2  # both are evidence about their nodes
+
+
+def test_the_slowest_ranks_node_is_named_first(row, steps) -> None:
+    first = judge(row, steps, 1.045, "801", ("n17", "n18"))
+    slow = {"rank": 12, "node": "n18", "reports": 5, "of": 6, "how": "Megatron straggler detector"}
+    run = replace(first.result.runs[0], slowest=slow)
+    first = replace(first, result=replace(first.result, runs=(run,)))
+    ev = combine(first, [judge(row, steps, 1.0, "802", ("n40",))])
+    assert ev.confirmation["suspect_nodes"] == ["n18", "n17"]
+    assert ev.message.endswith(
+        "suspect nodes n18, n17 (rank 12 on n18 was the slowest: Megatron straggler detector)"
+    )

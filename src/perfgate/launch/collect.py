@@ -18,7 +18,7 @@ from typing import Any
 from perfgate import atomic, inputs
 from perfgate import diagnose as dg
 from perfgate.errors import PerfgateError
-from perfgate.logs import stepfile
+from perfgate.logs import stepfile, stragglers
 from perfgate.runs import Diagnosis, RunRecord, RunResult
 
 MANIFEST = "runs.json"
@@ -75,8 +75,23 @@ def run_logs(rdir: Path, extra: list[Path] = ()) -> list[tuple[str, str]]:  # ty
     return logs
 
 
-def collect_run(entry: dict[str, Any]) -> tuple[RunRecord, stepfile.StepRecord | None]:
-    """The RunRecord of one launch from its folder (series None when no steps.json exists)."""
+def slowest_of(log: Path, nodes: list[str], tasks: int | None) -> dict[str, Any] | None:
+    """The slowest rank that a launch's rank-0 log reports (straggler detectors), with its
+    node: the report's own, else where Slurm's block layout put that rank."""
+    found = stragglers.slowest_rank(dg.read_log(log).splitlines()) if log.exists() else None
+    if found is None:
+        return None
+    out = found.to_dict()
+    if out["node"] is None and nodes and tasks:
+        out["node"] = stragglers.node_of(found.rank, nodes, max(1, tasks // len(nodes)))
+    return out
+
+
+def collect_run(
+    entry: dict[str, Any], nodes: list[str] | None = None
+) -> tuple[RunRecord, stepfile.StepRecord | None]:
+    """The RunRecord of one launch from its folder (series None when no steps.json exists);
+    nodes: the job's, in Slurm's order (for the rank a straggler report names)."""
     rdir = Path(entry["run_dir"])
     record: stepfile.StepRecord | None = None
     try:
@@ -95,6 +110,7 @@ def collect_run(entry: dict[str, Any]) -> tuple[RunRecord, stepfile.StepRecord |
         mock_data=record.mock_data if record else True,
         image_digest=entry.get("image_digest"),
         image_stamp=tuple(entry["image_stamp"]) if entry.get("image_stamp") else None,
+        slowest=slowest_of(rank0, list(nodes or ()), entry.get("tasks")),
     )
     return run, record
 
@@ -173,7 +189,7 @@ def collect_job(
     diag: Diagnosis | None = None
     planned = int(manifest.get("planned", 0))
     for entry in manifest.get("runs", []):
-        run, rec = collect_run(entry)
+        run, rec = collect_run(entry, list(manifest.get("nodes", ())))
         runs.append(run)
         if diag is None:
             ended = entry.get("exit_code") is not None

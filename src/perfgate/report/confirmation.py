@@ -22,6 +22,12 @@ def where_html(rec: RowRecord) -> str:
     if not nodes and not job.get("job_id"):
         return ""
     text = f"job {job.get('job_id') or '(local)'}" + (f" on {_nodes(nodes)}" if nodes else "")
+    runs = rec.get("runs") or []
+    slow = runs[0].get("slowest") if runs else None
+    if slow:
+        where = f" on {slow['node']}" if slow.get("node") else ""
+        text += f"; slowest rank {slow['rank']}{where} ({slow['how']}, {slow['reports']} of "
+        text += f"{slow['of']} reports)"
     return f'<p class="pg-where">Ran as {escape(text)}</p>'
 
 

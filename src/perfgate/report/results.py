@@ -187,6 +187,7 @@ def _run_entry(run: RunRecord, label: str | None = None) -> RunEntry:
         "format": run.series.format if run.series is not None else None,
         "log_interval": run.series.log_interval if run.series is not None else 1,
         "steps": [[s.step, s.step_time_s] for s in steps],
+        "slowest": run.slowest,
     }
     if run.job_id:  # a replayed launch of its own job
         entry["job_id"] = run.job_id

@@ -36,6 +36,7 @@ from pathlib import Path
 from perfgate import diagnose, logs
 from perfgate.catalog import GPUS, PRECISION_TOKENS, Row
 from perfgate.errors import PerfgateError
+from perfgate.launch.collect import slowest_of
 from perfgate.logs import stepfile
 from perfgate.runs import Diagnosis, RunRecord, RunResult
 from perfgate.suite import replay_layout
@@ -276,6 +277,7 @@ def load(row: Row, files: Sequence[Path]) -> RunResult:
         except PerfgateError as e:
             diag = Diagnosis("UNKNOWN", str(e))
             return RunResult(row.id, None, "REPLAY", log_paths=paths, diagnosis=diag)
+        rank0 = files[0].parent / "rank-0.log"  # perfgate's own run folder keeps it beside
         run = RunRecord(
             image=rec.image,
             label="baseline",
@@ -283,6 +285,7 @@ def load(row: Row, files: Sequence[Path]) -> RunResult:
             versions=dict(rec.versions),
             log_path=paths[0],
             mock_data=rec.mock_data,
+            slowest=slowest_of(rank0, list(rec.nodes), rec.world_size),
         )
         diag = None
         if rec.status == "failed":
@@ -305,7 +308,14 @@ def load(row: Row, files: Sequence[Path]) -> RunResult:
         return RunResult(row.id, job_id, "REPLAY", log_paths=paths, diagnosis=diag)
     # A log may hold steps and still end in a CUDA OOM or an NCCL timeout: that run failed.
     diag = _diagnose(files, series, None)
-    run = RunRecord(image=None, label="baseline", series=series, log_path=paths[-1], job_id=job_id)
+    run = RunRecord(
+        image=None,
+        label="baseline",
+        series=series,
+        log_path=paths[-1],
+        job_id=job_id,
+        slowest=slowest_of(files[-1], [], None),
+    )
     return RunResult(row.id, job_id, "REPLAY", runs=(run,), log_paths=paths, diagnosis=diag)
 
 

@@ -90,10 +90,20 @@ def _below(confirmation: Evaluation, first: Evaluation) -> bool:
     return math.isfinite(a.ci_high) and math.isfinite(b.ci_low) and a.ci_high < b.ci_low
 
 
+def slowest_node(ev: Evaluation) -> str | None:
+    """The node of the slowest rank the run's straggler reports name (None: none say)."""
+    runs = ev.result.runs if ev.result is not None else ()
+    found = runs[-1].slowest if runs else None
+    return found.get("node") if found else None
+
+
 def suspects(first: Evaluation, confirmations: Sequence[Evaluation]) -> list[str]:
-    """The first run's nodes that no confirmation ran on (all of them when they are disjoint)."""
+    """The first run's nodes that no confirmation ran on (all of them when they are disjoint),
+    the node of its slowest rank first when its straggler reports name one."""
     elsewhere = {n for c in confirmations for n in _nodes(c.result)}
-    return [n for n in _nodes(first.result) if n not in elsewhere]
+    nodes = [n for n in _nodes(first.result) if n not in elsewhere]
+    slow = slowest_node(first)
+    return [slow, *(n for n in nodes if n != slow)] if slow in nodes else nodes
 
 
 def combine(
@@ -154,6 +164,9 @@ def combine(
     if named:
         listed = ", ".join(named[:SUSPECTS_SHOWN]) + (" ..." if len(named) > SUSPECTS_SHOWN else "")
         blame = f": suspect nodes {listed}"
+        slow = first.result.runs[-1].slowest if first.result and first.result.runs else None
+        if slow and slow.get("node") == named[0]:
+            blame += f" (rank {slow['rank']} on {named[0]} was the slowest: {slow['how']})"
     message = (
         f"{first.row.id}: {verdict}: the first run was {_delta(first)} slower than the baseline "
         f"({first.verdict}, {_job(first)}) but a confirmation {where} {what} "
