@@ -23,7 +23,7 @@ from perfgate.workload.megatron_core.clock import (
     read_sidecar,
     write_sidecar,
 )
-from perfgate.workload.megatron_core.configs import transformer_kwargs
+from perfgate.workload.megatron_core.configs import check_fields, config_fields, transformer_kwargs
 from perfgate.workload.megatron_core.face import check_overrides, env_defaults
 from perfgate.workload.megatron_core.plan import effective_arch, settings_for
 from perfgate.workload.runtime import RankInfo
@@ -113,6 +113,18 @@ def test_login_node_check_and_dry_run_text():
     assert "  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in text
     optimizer = next(line for line in text.splitlines() if line.startswith("OptimizerConfig: "))
     assert json.loads(optimizer.split(": ", 1)[1])["lr"] == 1e-4
+
+
+def test_field_names_of_the_pinned_megatron_core_need_no_import():
+    fields = config_fields("0.19.2")  # the snapshot's version: read from fields.json
+    assert {"recompute_granularity", "num_layers"} <= fields["model"]
+    assert "lr" in fields["optim"] and "overlap_grad_reduce" in fields["ddp"]
+    s = settings_for(row(), {"model.recompute_granularty": "full"})
+    with pytest.raises(ConfigError, match=r"has no field 'recompute_granularty' \(did you mean"):
+        check_fields(s, fields)
+    if importlib.util.find_spec("megatron") is None:  # another version imports the classes
+        with pytest.raises(ModuleNotFoundError):
+            config_fields("0.0.0")
 
 
 def test_the_iteration_line_is_read_back_as_the_step_it_records():

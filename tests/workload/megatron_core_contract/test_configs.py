@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,14 @@ from megatron.core.transformer.transformer_config import TransformerConfig
 
 from perfgate import catalog
 from perfgate.errors import ConfigError
-from perfgate.workload.megatron_core.configs import ddp_kwargs, optimizer_kwargs, transformer_kwargs
+from perfgate.workload.megatron_core.configs import (
+    FIELDS,
+    config_fields,
+    ddp_kwargs,
+    installed_fields,
+    optimizer_kwargs,
+    transformer_kwargs,
+)
 from perfgate.workload.megatron_core.face import check_overrides
 from perfgate.workload.megatron_core.plan import settings_for
 from perfgate.workload.megatron_core.trainer import (
@@ -55,6 +64,16 @@ def test_every_config_is_accepted_by_megatron_core(changes, overrides):
     ddp = DistributedDataParallelConfig(**ddp_kwargs(s))
     assert opt.bf16 and ddp.grad_reduce_in_fp32
     assert opt.use_distributed_optimizer == ddp.use_distributed_optimizer
+
+
+def test_the_field_snapshot_is_the_installed_megatron_cores():
+    version = metadata.version("megatron-core")
+    assert json.loads(FIELDS.read_text())["megatron_core"] == version, (
+        "refresh src/perfgate/workload/megatron_core/fields.json: python -c 'from "
+        "perfgate.workload.megatron_core.configs import write_fields; write_fields()'"
+    )
+    assert config_fields(version) == installed_fields()
+    assert config_fields("0.0.0") == installed_fields()  # another version: read from the classes
 
 
 def test_a_misspelt_field_is_named_with_the_closest_one():

@@ -12,7 +12,10 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.util
+import json
 from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from perfgate.errors import ConfigError
@@ -29,6 +32,7 @@ UNFUSED = {
     "persist_layer_norm": False,
     "gradient_accumulation_fusion": False,
 }
+FIELDS = Path(__file__).with_name("fields.json")  # config_fields' snapshot of one version
 CONFIG_CLASSES = {
     "model": "megatron.core.transformer.transformer_config.TransformerConfig",
     "optim": "megatron.core.optimizer.optimizer_config.OptimizerConfig",
@@ -111,14 +115,34 @@ def megatron_importable() -> bool:
         return False
 
 
-def config_fields() -> dict[str, set[str]]:
-    """Field names of the three Megatron-Core config dataclasses, by override section."""
+def installed_fields() -> dict[str, set[str]]:
+    """Field names of the installed Megatron-Core's three config dataclasses, by section."""
     out = {}
     for section, path in CONFIG_CLASSES.items():
         module, _, name = path.rpartition(".")
         cls = getattr(importlib.import_module(module), name)
         out[section] = {f.name for f in dataclasses.fields(cls)}
     return out
+
+
+def config_fields(version: str) -> dict[str, set[str]]:
+    """The config field names of this Megatron-Core version, from FIELDS where it records it.
+
+    Importing Megatron-Core to list them costs a login node ~6 CPU-seconds (torch, and the
+    torch.compile its fusions apply at import); the snapshot is read only for its own version,
+    which the contract test proves equal to the installed classes.
+    """
+    snapshot = json.loads(FIELDS.read_text())
+    if snapshot["megatron_core"] != version:
+        return installed_fields()
+    return {section: set(snapshot[section]) for section in CONFIG_CLASSES}
+
+
+def write_fields(path: Path = FIELDS) -> None:
+    """Write the installed Megatron-Core's config field names to the snapshot (FIELDS)."""
+    fields = {k: sorted(v) for k, v in installed_fields().items()}
+    data = {"megatron_core": metadata.version("megatron-core"), **fields}
+    path.write_text(json.dumps(data, indent=1) + "\n")
 
 
 def check_fields(s: CoreSettings, fields: Mapping[str, set[str]]) -> None:

@@ -39,11 +39,12 @@ def check_overrides(
             "checked the layout and override sections; config field names are checked in the "
             "job against the installed Megatron-Core"
         )
+    version = metadata.version("megatron-core")
     try:
-        check_fields(s, config_fields())
+        check_fields(s, config_fields(version))
     except ConfigError as e:
         raise ConfigError(f"row {row.id!r}: {e}") from None
-    return f"checked against Megatron-Core {metadata.version('megatron-core')}'s config fields"
+    return f"checked against Megatron-Core {version}'s config fields"
 
 
 def describe(row: Row, steps: int, overrides: Overrides, use_framework: bool | None = None) -> str:

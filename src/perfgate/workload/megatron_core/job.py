@@ -17,7 +17,7 @@ from perfgate.errors import ConfigError
 from perfgate.workload.dispatch import WorkloadFailed
 from perfgate.workload.env import applied_env, merge_env
 from perfgate.workload.megatron_core.clock import StepClock, iteration_line, write_sidecar
-from perfgate.workload.megatron_core.configs import check_fields, config_fields
+from perfgate.workload.megatron_core.configs import check_fields, installed_fields
 from perfgate.workload.megatron_core.face import env_defaults
 from perfgate.workload.megatron_core.plan import CoreSettings, settings_for
 from perfgate.workload.runtime import RankInfo, Recorder, torch_dist_env
@@ -66,7 +66,7 @@ def train(s: CoreSettings, spec: WorkloadSpec, rank: RankInfo, recorder: Recorde
     )
     from perfgate.workload.recording import gather_peak_memory, make_step, start_record
 
-    check_fields(s, config_fields())  # a misspelt override fails here, before any GPU work
+    check_fields(s, installed_fields())  # a misspelt override fails here, before any GPU work
     init_distributed(s, rank)
     try:
         trainer = Trainer(s)

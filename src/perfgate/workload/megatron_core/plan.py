@@ -20,6 +20,7 @@ Overrides, by dotted path (`--override PATH=VALUE` or the row's `overrides`):
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -219,3 +220,14 @@ def settings_for(
         optimizer=sections["optim"],
         ddp=sections["ddp"],
     )
+
+
+def cpu_threads(world_size: int) -> int:
+    """Threads per rank on CPU: OMP_NUM_THREADS where set, else this host's cores shared out."""
+    # gpu-check --cpu sets 1: on a loaded host a tiny model's ops are too short to share, and
+    # OpenMP threads spinning at every op's barrier cost ~15x the step's CPU time.
+    given = os.environ.get("OMP_NUM_THREADS", "")
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    return max(1, cores // world_size)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +41,7 @@ from perfgate.workload.megatron_core.configs import (
     optimizer_kwargs,
     transformer_kwargs,
 )
-from perfgate.workload.megatron_core.plan import FAMILIES, CoreSettings
+from perfgate.workload.megatron_core.plan import FAMILIES, CoreSettings, cpu_threads
 from perfgate.workload.runtime import RankInfo
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
@@ -79,8 +78,7 @@ def init_distributed(s: CoreSettings, rank: RankInfo) -> None:
         torch.cuda.set_device(rank.local_rank)
     else:
         install_cpu_shims()
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-        torch.set_num_threads(max(1, cores // rank.world_size))
+        torch.set_num_threads(cpu_threads(rank.world_size))
     if not dist.is_initialized():
         backend = "nccl" if s.device == "cuda" else "gloo"
         dist.init_process_group(backend, rank=rank.rank, world_size=rank.world_size)
