@@ -411,6 +411,8 @@ def test_the_help_says_how_the_device_runs_it():
         check=True,
     ).stdout
     assert 'carry [".gpu-wheels"]' in out and "bash scripts/gpu-check --out $OUT" in out
+    assert "from the repository root" in out and "bash scripts/gpu-wheels\n" in out
+    assert "bash scripts/gpu-check --fill-readme OUT/gpu-check.json" in out
     assert "--budget-min" in out
 
 

@@ -10,7 +10,8 @@ Run from the repository root (scripts/gpu-check sets PYTHONPATH and runs this mo
   5. checks the chain (gpucheck.checks) and writes gpu-check.json, gpu-check.txt, report.html
      and gpu-check.log into --out.
 --cpu does the same with the row shrunk to a 2-layer model on torch CPU and gloo, plus a
-2-rank TP=2 run whose first loss must equal the TP=1 run's.
+2-rank TP=2 run whose first loss must equal the TP=1 run's; after the product run its other
+runs share one process per rank (gpucheck.cpustages, gpucheck.runner).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gpucheck import report
+from gpucheck.cpustages import CpuStages
 from gpucheck.prepare import (
     Refused,
     check_python,
@@ -37,9 +39,17 @@ from gpucheck.stages import Budget, Log, Stages
 
 REPO = Path(__file__).resolve().parents[2]
 HELP_EPILOG = """\
-On the GPU machine (device tool: carry [".gpu-wheels"], timeout_s 600):
-  bash scripts/gpu-check --out $OUT
-Fetch the wheels first, where a package index is reachable: bash scripts/gpu-wheels
+A GPU run, in three steps, each from the repository root:
+  1. where a package index is reachable (the GPU machine has none), fetch the wheels into
+     .gpu-wheels/ (16 wheels, 4.6 MiB):
+       bash scripts/gpu-wheels
+  2. on the GPU machine (device tool: run with carry [".gpu-wheels"], timeout_s 600; the
+     four files it writes into $OUT come back):
+       bash scripts/gpu-check --out $OUT
+  3. back here, the run's figures into README.md's "Measured on a GPU" section:
+       bash scripts/gpu-check --fill-readme OUT/gpu-check.json
+The interpreter is --python PATH, else $PYTHON, else python3 (on the GPU machine, the one
+with torch). The CPU check CI runs: bash scripts/gpu-check --cpu --python .venv-bridge/bin/python
 
 Budget: the default plan (the product run of 30 steps, the measurements, 4 A/A and 4 A/B
 pairs of 20 steps) is sized for about 6 of the 8 minutes on one H100, an estimate from the
@@ -76,13 +86,14 @@ def run_check(args: argparse.Namespace, log: Log) -> dict[str, Any]:
     budget = Budget(args.budget_min)
     check_python()
     files = check_wheels(read_pins(REPO / "scripts" / "gpu-wheels.txt"), args.wheels)
-    facts = probe(sys.executable)
+    facts = probe(sys.executable, cpu=args.cpu)
     gpu = check_torch(facts, args.cpu) or "h100"
     work = args.work or Path(tempfile.mkdtemp(prefix="gpu-check-"))
     work.mkdir(parents=True, exist_ok=True)
     log(f"torch {facts['torch']} on {facts.get('gpu_name') or 'CPU'}; work folder {work}")
     log(f"installed {len(files)} wheels in {install(files, work / 'site'):.1f} s")
-    return Stages(args, log, budget, work, gpu, facts).run()
+    stages = CpuStages if args.cpu else Stages
+    return stages(args, log, budget, work, gpu, facts).run()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,7 @@ is a Refused whose message is one line saying what is missing and what to do.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -114,9 +115,12 @@ def check_python(version: tuple[int, int] | None = None) -> None:
 def install(files: list[Path], target: Path, python: str = sys.executable) -> float:
     """pip install the wheels, without an index or dependencies, into target; returns seconds."""
     start = time.monotonic()
-    # Byte-compiled at install: every launch imports Megatron-Core, and some machines set
-    # PYTHONDONTWRITEBYTECODE, which would make each launch compile it again.
     cmd = [python, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target"]
+    # Byte-compiled where PYTHONDONTWRITEBYTECODE is set: every launch would compile what it
+    # imports again. Elsewhere the first process to import a module writes its .pyc, and only
+    # the part of Megatron-Core a run imports is compiled (3 of 4 CPU-seconds saved).
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        cmd.insert(-1, "--no-compile")
     proc = subprocess.run(
         [*cmd, str(target), *map(str, files)], capture_output=True, text=True, check=False
     )
@@ -144,10 +148,26 @@ print(json.dumps(out))
 """
 
 
-def probe(python: str = sys.executable, env: dict[str, str] | None = None) -> dict:
+# --cpu needs no CUDA facts: torch's version and whether it is installed, without importing
+# it (2 CPU-seconds; each run imports it anyway, and says so if it cannot).
+PROBE_CPU = r"""
+import importlib.metadata, importlib.util, json, sys
+out = {"python": sys.version.split()[0], "cuda_available": False, "gpus": 0}
+if importlib.util.find_spec("torch") is None:
+    out["error"] = "ModuleNotFoundError: No module named 'torch'"
+else:
+    out["torch"] = importlib.metadata.version("torch")
+print(json.dumps(out))
+"""
+
+
+def probe(
+    python: str = sys.executable, env: dict[str, str] | None = None, cpu: bool = False
+) -> dict:
     """torch and GPU facts from a child interpreter (so this process holds no GPU context)."""
+    script = PROBE_CPU if cpu else PROBE
     proc = subprocess.run(
-        [python, "-c", PROBE], capture_output=True, text=True, check=False, env=env, timeout=300
+        [python, "-c", script], capture_output=True, text=True, check=False, env=env, timeout=300
     )
     try:
         return json.loads(proc.stdout.strip().splitlines()[-1])

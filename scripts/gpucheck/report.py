@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 BEGIN, END = "<!-- gpu-check: begin -->", "<!-- gpu-check: end -->"
-CHAIN = ("timers", "log", "results", "flops", "mfu")
+CHAIN = ("timers", "log", "results", "flops", "mfu", "tp2")  # tp2: --cpu only
 NO_RUN = (
     "No GPU run of `scripts/gpu-check` exists yet: every figure perfgate computes has been "
     "checked on CPU only (the `--cpu` mode in CI), none on a GPU."
@@ -91,6 +91,13 @@ def summary(result: dict[str, Any]) -> str:
             f"{f['attention_full_step'] / 2:.4g}), nemo2 {f['perfgate_step']['nemo2']:.4g} "
             f"(+ vocab difference {f['nemo2_vocab_difference_step']:.4g}); worst "
             f"unexplained {pct(max(f['rel_diffs'].values()), 3)} (tolerance 0.5%)"
+        )
+    t2 = checks.get("tp2") or {}
+    if t2:
+        lines.append(
+            f"TP=2 [{t2.get('status')}]: first loss {t2.get('first_loss_tp2')} on 2 ranks vs "
+            f"{t2.get('first_loss_tp1')} on one (tolerance {t2.get('tolerance')})"
+            + (f"; {t2['problem']}" if t2.get("problem") else "")
         )
     m = checks.get("mfu") or {}
     if m.get("tflops_per_gpu"):

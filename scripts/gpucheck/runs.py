@@ -2,9 +2,10 @@
 
 The product path is the suite itself: `pytest --executor local -k <row> --results-dir ..
 --html ..`, which plans, submits (submitit's local executor), launches the rank with
-`python -m perfgate.workload spec.json`, collects steps.json and judges the row. The A/A and
-A/B pairs and the CPU TP=2 run start the same entry directly, one process per rank with
-RANK / LOCAL_RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT, as the local executor does.
+`python -m perfgate.workload spec.json`, collects steps.json and judges the row. On a GPU the
+A/A and A/B pairs start the same entry directly, one process per rank with RANK / LOCAL_RANK /
+WORLD_SIZE / MASTER_ADDR / MASTER_PORT, as the local executor does; --cpu starts its runner
+(gpucheck.runner) the same way. Every run's folder is read back by read_run.
 """
 
 from __future__ import annotations
@@ -141,19 +142,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def launch(
-    python: str,
-    spec: WorkloadSpec,
-    ranks: int,
-    env: dict[str, str],
-    timeout_s: float,
-) -> RunData:
-    """Start `python -m perfgate.workload spec.json` once per rank; wait; read the run."""
-    run_dir = Path(spec.output_dir)
-    spec_path = spec.write(run_dir / "spec.json")
+def start_ranks(
+    argv: list[str], ranks: int, env: dict[str, str], timeout_s: float, logs: list[Path]
+) -> int:
+    """Start argv once per rank, as the local executor does; wait; the first failing status."""
     port = str(free_port())
     start = time.monotonic()
-    procs, logs = [], []
+    procs, files = [], []
     for r in range(ranks):
         renv = {
             **env,
@@ -164,9 +159,8 @@ def launch(
             "MASTER_ADDR": "127.0.0.1",
             "MASTER_PORT": port,
         }
-        logs.append(open(run_dir / f"rank-{r}.log", "wb"))  # noqa: SIM115 (closed below)
-        argv = [python, "-m", "perfgate.workload", str(spec_path)]
-        procs.append(subprocess.Popen(argv, env=renv, stdout=logs[-1], stderr=subprocess.STDOUT))
+        files.append(open(logs[r], "wb"))  # noqa: SIM115 (closed below)
+        procs.append(subprocess.Popen(argv, env=renv, stdout=files[-1], stderr=subprocess.STDOUT))
     codes = []
     try:
         for p in procs:
@@ -179,9 +173,25 @@ def launch(
             if p.poll() is None:
                 p.kill()
                 p.wait()
-        for f in logs:
+        for f in files:
             f.close()
-    code = next((c for c in codes if c), 0)
+    return next((c for c in codes if c), 0)
+
+
+def launch(
+    python: str,
+    spec: WorkloadSpec,
+    ranks: int,
+    env: dict[str, str],
+    timeout_s: float,
+) -> RunData:
+    """Start `python -m perfgate.workload spec.json` once per rank; wait; read the run."""
+    run_dir = Path(spec.output_dir)
+    spec_path = spec.write(run_dir / "spec.json")
+    start = time.monotonic()
+    argv = [python, "-m", "perfgate.workload", str(spec_path)]
+    logs = [run_dir / f"rank-{r}.log" for r in range(ranks)]
+    code = start_ranks(argv, ranks, env, timeout_s, logs)
     return read_run(spec.label, run_dir, time.monotonic() - start, code)
 
 

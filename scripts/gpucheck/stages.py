@@ -6,10 +6,12 @@ Each stage asks the Budget whether it still fits; what does not is named in left
 from __future__ import annotations
 
 import json
+import resource
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +75,13 @@ class Budget:
         """Whether a stage of this estimated cost ends inside the budget."""
         return self.left() >= seconds
 
+    @staticmethod
+    def cpu() -> float:
+        """CPU seconds (user + system) of this process and of its children that have ended."""
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
 
 class Stages:
     """One check: the rows, the runs made so far, and the result being assembled."""
@@ -80,6 +89,8 @@ class Stages:
     def __init__(self, args: Any, log: Log, budget: Budget, work: Path, gpu: str, facts: dict):
         self.args, self.log, self.budget, self.work, self.facts = args, log, budget, work, facts
         self.env = child_env(work / "site", REPO)
+        if args.cpu:  # one thread per rank (trainer.cpu_threads): a tiny model on a shared host
+            self.env["OMP_NUM_THREADS"] = "1"
         row = check_row(REPO / "baselines", gpu)
         self.baselines = None
         if args.cpu:
@@ -109,15 +120,20 @@ class Stages:
         """A child's limit: what is left of the budget, at least a minute."""
         return max(60.0, self.budget.left())
 
+    def stages(self) -> list[Callable[[], None]]:
+        """The stages in order: product run, measurements, pairs, checks (--cpu: cpustages)."""
+        return [self.product_stage, self.measure_stage, self.pairs_stage, self.check_stage]
+
     def run(self) -> dict[str, Any]:
         """All stages, then the checks; the result dict."""
-        self.product_stage()
-        self.measure_stage()
-        if self.args.cpu:
-            self.tp2_stage()
-        self.pairs_stage()
-        self.check_stage()
-        self.result.update(left_out=self.left_out, wall_s=self.budget.used())
+        cpu = {"before": self.budget.cpu()}  # the wheels' install and the torch probe
+        for stage in self.stages():
+            start = self.budget.cpu()
+            stage()
+            cpu[stage.__name__.removesuffix("_stage")] = self.budget.cpu() - start
+        cpu["total"] = self.budget.cpu()
+        self.log("CPU seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items()))
+        self.result.update(left_out=self.left_out, wall_s=self.budget.used(), cpu_s=cpu)
         return self.result
 
     def product_stage(self) -> None:
@@ -157,8 +173,8 @@ class Stages:
         }
         self.log(f"product run: {line} ({p.wall_s:.0f} s)")
 
-    def measure_stage(self) -> None:
-        """GEMM peak, FLOP counts, B's cost: as much as the budget leaves room for."""
+    def measure_args(self) -> list[str]:
+        """gpucheck.measure's arguments after SPEC OUT: as much as the budget leaves room for."""
         interleave, sweep = INTERLEAVE[self.device], True
         minimum = 4 * self.launch_s  # one A/A and one A/B pair always run
         base = self.launch_s
@@ -169,19 +185,28 @@ class Stages:
             sweep = False
             self.left_out.append("GEMM sweep")
         self.log(f"measure: GEMM peak{' sweep' if sweep else ''}, FlopCounterMode A and B")
-        measured, error, wall = measure_child(
-            self.row, self.env, self.work, self.b, sweep, interleave, self.timeout()
-        )
+        args = ["--b-overrides", json.dumps(self.b), "--interleave", str(interleave)]
+        return args + (["--sweep"] if sweep else [])
+
+    def measure_stage(self) -> None:
+        """GEMM peak, FLOP counts, B's cost, in a process of their own."""
+        args = self.measure_args()
+        measured, error, wall = measure_child(self.row, self.env, self.work, args, self.timeout())
+        self.record_measure(measured, error, wall)
+
+    def record_measure(self, measured: dict | None, error: str | None, wall: float) -> None:
+        """Keep the measurements (or why there are none)."""
         self.measured = measured
         self.result["measure"] = measured or {"error": error}
         self.log(f"measure: {'done' if measured else error} ({wall:.0f} s)")
 
-    def tp2_stage(self) -> None:
-        """CPU only: the row on 2 ranks with TP=2; its first loss must be TP=1's."""
-        row = tp2_row(self.row)
+    def tp2_spec(self) -> WorkloadSpec:
+        """CPU only: the row on 2 ranks with TP=2."""
         out = self.work / "tp2"
-        spec = WorkloadSpec(row=row, steps=8, output_dir=str(out), mock_data=True)
-        run = launch(sys.executable, spec, 2, self.env, self.timeout())
+        return WorkloadSpec(row=tp2_row(self.row), steps=8, output_dir=str(out), mock_data=True)
+
+    def record_tp2(self, run: RunData) -> None:
+        """CPU only: the TP=2 run's first loss must be TP=1's (same weights and tokens)."""
         self.runs.append(run)
         first = (self.product.run.losses or [None])[0] if self.product.run else None
         mine = (run.losses or [None])[0]
@@ -207,31 +232,38 @@ class Stages:
                 continue
             runs = {}
             for label in pairs.launch_order(i):
-                overrides = self.b if kind == "ab" and label == "candidate" else {}
-                out = self.work / "pairs" / f"{kind}{i + 1}-{label}"
-                spec = WorkloadSpec(
-                    row=self.row,
-                    steps=self.args.steps if self.args.cpu else PAIR_STEPS,
-                    output_dir=str(out),
-                    overrides=overrides,
-                    label=label,
-                    mock_data=True,
-                )
+                spec = self.pair_spec(kind, i, label)
                 run = launch(sys.executable, spec, 1, self.env, self.timeout())
-                self.runs.append(run)
                 self.pair_walls.append(run.wall_s)
                 self.launch_s = max(self.pair_walls)
                 runs[label] = run
-            self.log(
-                f"{kind.upper()} pair {i + 1}: "
-                + ", ".join(
-                    f"{k} {r.wall_s:.0f} s{' ' + r.problem if r.problem else ''}"
-                    for k, r in runs.items()
-                )
+            self.record_pair(kind, i, runs)
+
+    def pair_spec(self, kind: str, i: int, label: str) -> WorkloadSpec:
+        """The spec of one run of pair i of a kind: B's overrides on an A/B pair's candidate."""
+        overrides = self.b if kind == "ab" and label == "candidate" else {}
+        return WorkloadSpec(
+            row=self.row,
+            steps=self.args.steps if self.args.cpu else PAIR_STEPS,
+            output_dir=str(self.work / "pairs" / f"{kind}{i + 1}-{label}"),
+            overrides=overrides,
+            label=label,
+            mock_data=True,
+        )
+
+    def record_pair(self, kind: str, i: int, runs: dict[str, RunData]) -> None:
+        """Keep a pair's runs, and its series where both runs completed."""
+        self.runs += runs.values()
+        self.log(
+            f"{kind.upper()} pair {i + 1}: "
+            + ", ".join(
+                f"{k} {r.wall_s:.0f} s{' ' + r.problem if r.problem else ''}"
+                for k, r in runs.items()
             )
-            if all(r.problem is None for r in runs.values()):
-                self.series[kind][0].append(runs["baseline"].host_s)
-                self.series[kind][1].append(runs["candidate"].host_s)
+        )
+        if all(r.problem is None for r in runs.values()):
+            self.series[kind][0].append(runs["baseline"].host_s)
+            self.series[kind][1].append(runs["candidate"].host_s)
 
     def check_stage(self) -> None:
         """Every check on what ran; the pairs judged; the environment recorded."""
@@ -272,7 +304,8 @@ class Stages:
         self.result["environment"] = {
             "device": (m or {}).get("gpu_name") or self.facts.get("gpu_name") or "cpu",
             "driver": (m or {}).get("driver") or versions.get("driver"),
-            "torch": self.facts.get("torch"),
+            # the measuring process's torch.__version__ (--cpu's probe reads only the metadata)
+            "torch": (m or {}).get("torch") or self.facts.get("torch"),
             "megatron_core": versions.get("megatron_core"),
             "python": self.facts.get("python"),
             "gpu_row": self.row.gpu,
@@ -310,21 +343,31 @@ def launch_wall(run_dir: Path) -> float | None:
         return None
 
 
-def measure_child(
-    row: Any, env: dict, work: Path, b: dict, sweep: bool, interleave: int, timeout: float
-) -> tuple[dict | None, str | None, float]:
-    """Run gpucheck.measure in its own process; (its JSON, the error if any, seconds)."""
+def measure_files(row: Any, work: Path) -> tuple[Path, Path, Path]:
+    """(spec, output JSON, log) of the measurements, the spec written."""
     folder = work / "measure"
     spec = WorkloadSpec(row=row, steps=0, output_dir=str(folder), mock_data=True)
-    path = spec.write(folder / "spec.json")
-    out = folder / "measure.json"
-    cmd = [sys.executable, "-m", "gpucheck.measure", str(path), str(out)]
-    cmd += ["--b-overrides", json.dumps(b), "--interleave", str(interleave)]
-    cmd += ["--sweep"] if sweep else []
+    return spec.write(folder / "spec.json"), folder / "measure.json", folder / "measure.log"
+
+
+def read_measure(out: Path, log: Path, code: int) -> tuple[dict | None, str | None]:
+    """(the measurements, None) or (None, why there are none)."""
+    if code or not out.exists():
+        tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
+        return None, f"measure exited {code}: {tail}"
+    return json.loads(out.read_text()), None
+
+
+def measure_child(
+    row: Any, env: dict, work: Path, args: list[str], timeout: float
+) -> tuple[dict | None, str | None, float]:
+    """Run gpucheck.measure in its own process; (its JSON, the error if any, seconds)."""
+    spec, out, log_path = measure_files(row, work)
+    cmd = [sys.executable, "-m", "gpucheck.measure", str(spec), str(out), *args]
     renv = {**env_defaults(row), **env, "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"}
     renv.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     start = time.monotonic()
-    with open(folder / "measure.log", "wb") as log:
+    with open(log_path, "wb") as log:
         try:
             proc = subprocess.run(
                 cmd, env=renv, stdout=log, stderr=subprocess.STDOUT, timeout=timeout, check=False
@@ -332,8 +375,4 @@ def measure_child(
             code = proc.returncode
         except subprocess.TimeoutExpired:
             code = 124
-    wall = time.monotonic() - start
-    if code or not out.exists():
-        tail = (folder / "measure.log").read_text(errors="replace")[-1500:]
-        return None, f"measure exited {code}: {tail}", wall
-    return json.loads(out.read_text()), None, wall
+    return (*read_measure(out, log_path, code), time.monotonic() - start)

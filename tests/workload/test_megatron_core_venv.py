@@ -96,4 +96,6 @@ def test_gpu_check_cpu_mode_runs_the_whole_chain(tmp_path: Path) -> None:
     assert checks["flops"]["b_extra_flops_fraction"] > 0.05  # 1 of 2 layers re-run forward
     assert result["pairs"]["aa"]["pairs"] == result["pairs"]["ab"]["pairs"] == 1
     assert result["environment"]["megatron_core"] == "0.19.2"
+    # After the product run the other runs shared one process per rank (gpucheck.runner).
+    assert set(result["cpu_s"]) == {"before", "product", "runner", "check", "total"}
     assert "<html" in (out / "report.html").read_text()[:500].lower()
