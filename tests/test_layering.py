@@ -113,6 +113,7 @@ LAZY_OK = (
     "perfgate.workload.nemo2.paths",  # imports fiddle, nemo_run and Megatron at its top
     "perfgate.workload.nemo2.callback",  # imports Lightning at its top
     "perfgate.workload.recording",  # imports torch at its top
+    "perfgate.workload.megatron_core.trainer",  # imports torch and Megatron-Core at its top
 )
 
 # What a log format family module may import: the declaration types, the field readers the
@@ -461,6 +462,8 @@ NOT_IN_CONTAINERS = ("filelock", "submitit", "pytest", "pytest_html", "pytest_be
         "perfgate.workload.bridge.face",
         "perfgate.workload.automodel.face",
         "perfgate.workload.command.face",
+        "perfgate.workload.megatron_core.face",
+        "perfgate.workload.megatron_core.job",  # torch loads in train(), after the env
     ],
 )
 def test_the_workload_imports_with_the_standard_library_alone(module: str) -> None:

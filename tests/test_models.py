@@ -107,6 +107,7 @@ PUBLISHED_B = {
     "gpt_oss_120b": 116.8,
     "qwen25_7b": 7.6,
     "qwen25_32b": 32.8,
+    "llama32_1b": 1.50,  # HF's 1.24B ties the output layer to the embedding; counted untied here
 }
 
 

@@ -54,6 +54,17 @@ _MODELS: tuple[ModelArch, ...] = (
         num_query_groups=8,
         vocab_size=128256,
     ),
+    # Llama 3.2 1B: HF ties the embedding and output weights (FLOPs are the same either way).
+    _dense(
+        "llama32_1b",
+        "HF meta-llama/Llama-3.2-1B config.json; NeMo 2.x llm Llama32Config1B",
+        num_layers=16,
+        hidden_size=2048,
+        ffn_hidden_size=8192,
+        num_attention_heads=32,
+        num_query_groups=8,
+        vocab_size=128256,
+    ),
     # Llama 4 Scout (16 experts, every layer MoE) and Maverick (128 experts, every other layer):
     # NeMo 2.x llm Llama4Experts16Config / Llama4Experts128Config (vocab 25256 * 8 = 202048).
     ModelArch(

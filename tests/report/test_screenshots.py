@@ -79,7 +79,7 @@ def test_replay_report_in_chromium(suite, browser, tmp_path):
     assert browser.js("document.documentElement.scrollHeight") == height
     assert height < MAX_HEIGHT_PX, height
     skipped = browser.js("document.querySelector('details.pg-skipped').innerText")
-    assert skipped.startswith("52 rows skipped, 88 deselected")
+    assert skipped.startswith("53 rows skipped, 89 deselected")
     assert browser.js("document.querySelector('details.pg-skipped').open") is False
     assert (
         browser.js("document.querySelectorAll('#results-table tbody.results-table-row').length")

@@ -118,10 +118,10 @@ def test_lines_name_baseline_provenance_and_last_result(suite, monkeypatch, caps
     assert by_id[passed].endswith(f"last: PASS {saved[passed]['measured']['step_time_s']:.3f} s")
     assert by_id["pretrain-nemotron4_15b-h100-bf16-16gpu-tp2"].endswith("last: INFRA")
     assert "last: SKIPPED" in by_id["pretrain-nemotron4_15b-h100-bf16-32gpu-tp2"]  # no log
-    assert out[-1].startswith(f"{len(by_id)} of 145 rows; last results: ")
+    assert out[-1].startswith(f"{len(by_id)} of 147 rows; last results: ")
     # A row without a stored baseline, and no results file at all.
     (suite.path / "perfgate-results" / "results.json").unlink()
     assert cli.main(["list", "-k", "lora-llama3_70b-h100-bf16-8gpu-tp2pp4vp20"]) == 0
     (row, total) = capsys.readouterr().out.splitlines()
     assert row == "lora-llama3_70b-h100-bf16-8gpu-tp2pp4vp20  8 GPUs/1 node(s)  nemo2  NO_BASELINE"
-    assert total == "1 of 145 rows"
+    assert total == "1 of 147 rows"

@@ -43,15 +43,16 @@ def test_bare_live_session_on_the_catalog_submits_nothing(suite, monkeypatch):
     result = suite.run("--partition", "p")
     assert result.ret == 4
     hours = sum(r.nodes * r.tasks_per_node * (r.time_limit_min or 30) / 60 for r in cat.rows)
-    assert (len(cat.rows), hours) == (145, 13497.0)  # 83 seed rows + 62 published Bridge rows
+    # 83 seed rows + 62 published Bridge rows + 2 megatron_core rows
+    assert (len(cat.rows), hours) == (147, 13498.0)
     assert _error(result) == (
-        "ERROR: no rows selected: this would submit all 145 rows collected (26,994.0 GPU-hours "
+        "ERROR: no rows selected: this would submit all 147 rows collected (26,996.0 GPU-hours "
         "at most); choose rows with -m, -k, --gpus or test ids (--dry-run shows the plan), "
         "or pass --all-rows"
     )
     assert (
-        "perfgate: plan: 145 row(s), 3911 node allocation(s), 13,497.0 GPU-hours at most "
-        "(time-limit bound) + up to 13,497.0 for confirmation reruns (--confirm 1: a "
+        "perfgate: plan: 147 row(s), 3913 node allocation(s), 13,498.0 GPU-hours at most "
+        "(time-limit bound) + up to 13,498.0 for confirmation reruns (--confirm 1: a "
         "REGRESSION rerun on other nodes)"
     ) in "\n".join(result.outlines)
     assert _no_jobs(suite)
@@ -59,15 +60,15 @@ def test_bare_live_session_on_the_catalog_submits_nothing(suite, monkeypatch):
     result = suite.run("--partition", "p", "--all-rows")
     assert result.ret == 4 and _no_jobs(suite)
     assert _error(result) == (
-        "ERROR: 145 rows need up to 26,994.0 GPU-hours, above --max-gpu-hours 512, and there is "
+        "ERROR: 147 rows need up to 26,996.0 GPU-hours, above --max-gpu-hours 512, and there is "
         "no terminal to ask: pass --yes to submit them anyway, or raise --max-gpu-hours"
     )
     # A selection still above the limit: refused the same way.
     result = suite.run("--partition", "p", "-m", "h100")
-    assert result.ret == 4 and "57 rows need up to 19,506.0 GPU-hours" in _error(result)
+    assert result.ret == 4 and "58 rows need up to 19,507.0 GPU-hours" in _error(result)
     # Without confirmation reruns the plan is the rows' jobs alone.
     result = suite.run("--partition", "p", "-m", "h100", "--confirm", "0")
-    assert result.ret == 4 and "57 rows need up to 9,753.0 GPU-hours" in _error(result)
+    assert result.ret == 4 and "58 rows need up to 9,753.5 GPU-hours" in _error(result)
 
 
 def test_modes_that_submit_nothing_need_no_consent(suite, monkeypatch):

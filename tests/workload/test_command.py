@@ -184,7 +184,7 @@ def test_unknown_backend_is_recorded_as_a_config_error(command_spec) -> None:
     assert rec.status == "failed" and rec.backend == "megatron_lm"
     assert rec.error == (
         "job/spec.json: field 'row.backend' is 'megatron_lm'; known: "
-        "nemo2, megatron_bridge, automodel, command"
+        "nemo2, megatron_bridge, automodel, megatron_core, command"
     )
 
 

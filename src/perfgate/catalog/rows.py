@@ -37,6 +37,9 @@ BACKEND_TRAITS: dict[str, BackendTraits] = {
     "nemo2": BackendTraits(sequence_parallel_with_tp=True),
     "megatron_bridge": BackendTraits(sequence_parallel_with_tp=True),
     "automodel": BackendTraits(),
+    # Sequence parallelism with TP only on CUDA (device=cpu runs without it): the catalog
+    # leaves seq_len unchecked, as when the backend came (issue #20).
+    "megatron_core": BackendTraits(),
     "command": BackendTraits(),
 }
 BACKENDS = tuple(BACKEND_TRAITS)

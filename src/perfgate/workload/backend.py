@@ -1,9 +1,10 @@
 """The face every workload backend shows the rest of perfgate, and the defaults most share.
 
-A backend is a package under perfgate/workload/ (nemo2/, bridge/, automodel/, command/) whose
-face module defines BACKEND: the module the job runs (imported only inside the container)
-and what a login node asks before submitting: check the overrides, describe the row for the
-dry run, the environment defaults, the command line. backends.py is the table of faces.
+A backend is a package under perfgate/workload/ (nemo2/, bridge/, automodel/, megatron_core/,
+command/) whose face module defines BACKEND: the module the job runs (imported only inside
+the container) and what a login node asks before submitting: check the overrides, describe
+the row for the dry run, the environment defaults, the command line. backends.py is the
+table of faces.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ FACES: dict[str, str] = {
     "nemo2": "perfgate.workload.nemo2.face",
     "megatron_bridge": "perfgate.workload.bridge.face",
     "automodel": "perfgate.workload.automodel.face",
+    "megatron_core": "perfgate.workload.megatron_core.face",
     "command": "perfgate.workload.command.face",
 }
 

@@ -3,7 +3,8 @@
 The head is common: the variables the job sets (the backend's defaults, then the row's). The
 body is the backend's (its face's describe, backends.py): nemo2's recipe YAML and its diff to
 NeMo's defaults (or, without NeMo, the settings perfgate applies), Megatron-Bridge's recipe
-and settings, Automodel's YAML, or a command's overrides.
+and settings, Automodel's YAML, Megatron-Core's model, layout and config arguments, or a
+command's overrides.
 """
 
 from __future__ import annotations

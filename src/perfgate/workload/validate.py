@@ -3,7 +3,8 @@
 Each backend checks its own (its face's check_overrides, backends.py): nemo2 builds the
 recipe where NeMo is importable and else checks the paths against the snapshot of the pinned
 NeMo; megatron_bridge checks the recipe mapping and the sections; automodel builds its
-config; command refuses any override but its argv.
+config; megatron_core checks its settings (and config field names where Megatron-Core is
+importable); command refuses any override but its argv.
 """
 
 from __future__ import annotations

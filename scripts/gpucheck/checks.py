@@ -1,0 +1,200 @@
+"""The chain checked against independent measurements of the same run, each with its tolerance.
+
+timers   perfgate's step time (steps.json, host clock after a device sync) vs the second
+         clock of the same steps (CUDA events; on CPU CLOCK_REALTIME): the steady medians
+         within 1% (TIMER_TOL), per-step differences reported
+log      rank 0's log parsed by perfgate.logs vs steps.json: same steps, every time within
+         the log's print resolution (0.05 ms: milliseconds with one decimal)
+results  results.json's step time, tokens/s and TFLOP/s vs the same numbers recomputed here
+         from steps.json (perfgate.stats, perfgate.flops): within 1e-6
+flops    perfgate.flops per step vs torch's FlopCounterMode on one step, the difference
+         explained term by term (FLOPS_TOL 0.5%: both sides count the same matmuls, so
+             anything above rounding is a term one side lacks)
+mfu      TFLOP/s (megatron convention) over the datasheet peak and over the bf16 GEMM peak
+         measured here; the megatron count is the least work the step must do, so its rate
+         cannot exceed the measured peak (2% slack for the peak's own timing)
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from perfgate import flops, hardware, models
+from perfgate.flops import nemo2
+from perfgate.models import ModelArch
+from perfgate.stats import summarize_run
+from perfgate.stats.run import MIN_SKIP_STEPS
+
+TIMER_TOL = 0.01
+LOG_RESOLUTION_S = 0.05e-3 + 1e-9
+RESULTS_TOL = 1e-6
+FLOPS_TOL = 0.005
+PEAK_SLACK = 0.02
+CONVENTIONS = ("megatron", "nemo2")
+
+
+def rel(a: float, b: float) -> float:
+    """|a / b - 1|."""
+    return abs(a / b - 1.0)
+
+
+def status(ok: bool) -> str:
+    """'pass' or 'fail'."""
+    return "pass" if ok else "fail"
+
+
+def steady_window(step_times: Sequence[float]) -> tuple[int, int, bool]:
+    """(first, last) step indices perfgate's summary uses, and whether the run was steady.
+
+    An unsteady run (noisy CPU) is compared on every step after the skipped warm-up.
+    """
+    summary = summarize_run(list(step_times))
+    if summary.steady:
+        return summary.window_start, summary.window_end, True
+    return min(MIN_SKIP_STEPS, len(step_times) - 1), len(step_times) - 1, False
+
+
+def timer_check(host: Sequence[float], second: Sequence[float], clock: str | None) -> dict:
+    """perfgate's step times vs the second clock's, step by step and as steady medians."""
+    if not host or len(host) != len(second):
+        why = f"{len(host)} perfgate step times, {len(second)} on the second clock"
+        return {"status": "fail", "why": why}
+    first, last, steady = steady_window(host)
+    per_step = [rel(h, s) for h, s in zip(host, second, strict=True)]
+    a = statistics.median(host[first : last + 1])
+    b = statistics.median(second[first : last + 1])
+    return {
+        "status": status(rel(a, b) <= TIMER_TOL),
+        "tolerance": TIMER_TOL,
+        "second_clock": clock,
+        "window": [first, last],
+        "steady": steady,
+        "perfgate_median_s": a,
+        "second_median_s": b,
+        "median_rel_diff": rel(a, b),
+        "max_step_rel_diff": max(per_step),
+        "p95_step_rel_diff": sorted(per_step)[int(0.95 * (len(per_step) - 1))],
+    }
+
+
+def log_check(steps: Sequence[int], host: Sequence[float], log_steps, log_s) -> dict:
+    """The parsed log vs steps.json: the same steps, times within the log's resolution."""
+    if list(steps) != list(log_steps):
+        why = f"steps.json has steps {list(steps)[:3]}.., the log {list(log_steps)[:3]}.."
+        return {"status": "fail", "why": why}
+    worst = max((abs(a - b) for a, b in zip(host, log_s, strict=True)), default=math.inf)
+    return {
+        "status": status(worst <= LOG_RESOLUTION_S),
+        "tolerance_s": LOG_RESOLUTION_S,
+        "steps": len(steps),
+        "max_abs_diff_s": worst,
+    }
+
+
+def per_step_flops(arch: ModelArch, seq_len: int, gbs: int, tp: int) -> dict[str, float]:
+    """perfgate.flops of one step (gbs samples) in the conventions compared here."""
+    return {
+        c: flops.flops_per_sample(arch, seq_len, "pretrain", c, tp=tp) * gbs for c in CONVENTIONS
+    }
+
+
+def results_check(record: dict | None, host: Sequence[float], row: Any) -> dict:
+    """results.json's measured figures vs the same computed here from steps.json."""
+    measured = (record or {}).get("measured")
+    if not measured:
+        return {"status": "skipped", "why": f"no measured values ({(record or {}).get('verdict')})"}
+    step = summarize_run(list(host)).median_s
+    arch = models.get(row.model)  # the suite counts the catalog model (overrides not applied)
+    mine = per_step_flops(arch, row.seq_len, row.gbs, row.tp)
+    expected = {
+        "step_time_s": step,
+        "tokens_per_s_per_gpu": row.gbs * row.seq_len / step / row.num_gpus,
+        **{f"tflops_per_gpu.{c}": mine[c] / step / row.num_gpus / 1e12 for c in CONVENTIONS},
+    }
+    got = {
+        "step_time_s": measured["step_time_s"],
+        "tokens_per_s_per_gpu": measured["tokens_per_s_per_gpu"],
+        **{f"tflops_per_gpu.{c}": measured["tflops_per_gpu"][c] for c in CONVENTIONS},
+    }
+    worst = max(rel(got[k], expected[k]) for k in expected)
+    return {"status": status(worst <= RESULTS_TOL), "results_json": got, "recomputed": expected}
+
+
+def layer_forward_flops(arch: ModelArch, seq_len: int) -> float:
+    """One decoder layer's forward matmul FLOPs for one sample, attention not causal-halved."""
+    h, q = arch.hidden_size, arch.head_dim * arch.num_attention_heads
+    kv = arch.head_dim * arch.num_query_groups
+    mlp = (3 if arch.gated_linear_unit else 2) * h * arch.ffn_hidden_size
+    return 2.0 * seq_len * (h * (q + 2 * kv) + q * h + mlp) + 4.0 * seq_len**2 * q
+
+
+def nemo2_vocab(arch: ModelArch) -> int:
+    """The vocab NeMo 2's formula counts: fixed for llama (128256), else the model's own."""
+    return nemo2.VOCAB["llama3"] if arch.family == "llama" else arch.vocab_size
+
+
+def flops_check(
+    arch: ModelArch, seq_len: int, gbs: int, padded_vocab: int, measured: dict, b_layers: int
+) -> dict:
+    """perfgate.flops vs FlopCounterMode on one step, each difference explained (TP 1).
+
+    FlopCounterMode counts every matmul (2 FLOPs per multiply-add; a backward matmul pair is
+    twice the forward one), both s x s attention products in full (it ignores the causal
+    mask), the output layer over the padded vocab, and neither embeddings, norms, softmax nor
+    the loss. "megatron" counts the same matmuls with the attention term halved (causal);
+    NeMo 2's llama formula ("nemo2") counts attention in full and the logits over its fixed
+    vocab of 128256.
+    """
+    counted = measured["flops_a"]["step"]["total"]
+    forward = measured["flops_a"]["forward"]["total"]
+    counted_b = measured["flops_b"]["step"]["total"]
+    ours = per_step_flops(arch, seq_len, gbs, 1)
+    q = arch.head_dim * arch.num_attention_heads
+    attention_full = 12.0 * seq_len**2 * q * arch.num_layers * gbs
+    vocab_diff = 6.0 * seq_len * arch.hidden_size * (padded_vocab - nemo2_vocab(arch)) * gbs
+    recompute = b_layers * layer_forward_flops(arch, seq_len) * gbs
+    diffs = {
+        "counter_vs_megatron_plus_half_attention": rel(
+            counted, ours["megatron"] + attention_full / 2
+        ),
+        "backward_is_twice_forward": rel(counted - forward, 2 * forward),
+        "b_adds_its_recomputed_forwards": rel(counted_b - counted, recompute),
+    }
+    if arch.family == "llama":
+        diffs["counter_vs_nemo2_plus_vocab_difference"] = rel(counted, ours["nemo2"] + vocab_diff)
+    return {
+        "status": status(max(diffs.values()) <= FLOPS_TOL),
+        "tolerance": FLOPS_TOL,
+        "counter_step": counted,
+        "counter_forward": forward,
+        "perfgate_step": ours,
+        "attention_full_step": attention_full,
+        "nemo2_vocab_difference_step": vocab_diff,
+        "megatron_over_counter": ours["megatron"] / counted,
+        "nemo2_over_counter": ours["nemo2"] / counted,
+        "b_counter_step": counted_b,
+        "b_extra_flops_fraction": counted_b / counted - 1.0,
+        "rel_diffs": diffs,
+        "counted_by_op": measured["flops_a"]["step"]["by_op"],
+    }
+
+
+def mfu_check(
+    step_time_s: float, step_flops: dict[str, float], num_gpus: int, gpu: str, gemm_peak: float
+) -> dict:
+    """TFLOP/s and MFU per convention against the datasheet and the measured GEMM peak."""
+    tflops = {c: f / step_time_s / num_gpus / 1e12 for c, f in step_flops.items()}
+    datasheet = hardware.peak_tflops(gpu, "bf16")
+    return {
+        "status": status(tflops["megatron"] <= gemm_peak * (1 + PEAK_SLACK)),
+        "step_time_s": step_time_s,
+        "tflops_per_gpu": tflops,
+        "datasheet_peak_tflops": datasheet,
+        "measured_gemm_peak_tflops": gemm_peak,
+        "mfu_datasheet": {c: t / datasheet for c, t in tflops.items()},
+        "mfu_measured_peak": {c: t / gemm_peak for c, t in tflops.items()},
+        "measured_peak_over_datasheet": gemm_peak / datasheet,
+    }
