@@ -67,7 +67,7 @@ BACKEND = Backend(
 )
 '''
 
-TOY_JOB = '''"""The toy backend in the job: rank 0 records the row's steps, 0.25 s each."""
+TOY_JOB = '''"""The toy backend in the job: rank 0 records the row's steps, 1 s each."""
 
 from perfgate.logs import Step
 
@@ -75,7 +75,7 @@ from perfgate.logs import Step
 def run(spec, rank, recorder):
     for i in range(spec.steps):
         if recorder is not None:
-            recorder.add_step(Step(step=i, step_time_s=0.25))
+            recorder.add_step(Step(step=i, step_time_s=1.0))
 '''
 
 
@@ -214,5 +214,5 @@ def test_a_real_local_run_goes_through_the_toy_backend_and_executor(
     assert proc.returncode == 0, out[-3000:]
     rec = json.loads((proj / "perfgate-results" / "results.json").read_text())
     (row,) = rec["rows"].values()
-    assert row["verdict"] == "NO_BASELINE" and row["measured"]["step_time_s"] == 0.25
+    assert row["verdict"] == "NO_BASELINE" and row["measured"]["step_time_s"] == 1.0
     assert rec["session"]["options"]["executor"] == "toybox"
