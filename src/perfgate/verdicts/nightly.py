@@ -117,8 +117,8 @@ def judge(
     step = trend.last_step(
         all_xs,
         cps,
-        baseline_log=math.log(base.step_time_s),
-        n_baseline=max(1, base.n_runs),
+        baseline_log=math.log(reference.step_time_s),
+        n_baseline=max(1, reference.n_runs),
         after=first_after(points, base),
         sigma=comp.sigma,
         df=comp.df,
@@ -142,6 +142,9 @@ def judge(
 
 
 MIN_LEVEL_RUNS = 3  # history runs since the baseline that may join its level
+# The last nights stay out of the level: a step that started there, not yet a change point,
+# must not be absorbed into the reference it is measured against.
+RECENT_NIGHTS = 5
 
 
 def _level(
@@ -153,16 +156,15 @@ def _level(
     h_df: float,
 ) -> tuple[Baseline, float, float, str]:
     """The reference a confirming session judges against: the baseline's runs with the
-    history's runs since it, when no change point splits them (they measure one level);
-    else the baseline. The baseline's own spread then joins the history's noise (the pooled
-    reference carries no runs, so nothing is counted twice)."""
+    history's runs since it, up to the first change point and but the last RECENT_NIGHTS (the
+    runs that measure the baseline's level), when there are MIN_LEVEL_RUNS of them; else the
+    baseline. The baseline's own spread then joins the history's noise (the pooled reference
+    carries no runs, so nothing is counted twice)."""
     after = first_after(points, base)
-    later = [p for i, p in enumerate(points[after:], start=after) if not skip[i]]
-    if (
-        not base.measured_here
-        or len(later) < MIN_LEVEL_RUNS
-        or any(c.index < len(points) for c in cps)
-    ):
+    first_cp = min((c.index for c in cps), default=len(points))
+    cut = min(first_cp, len(points) - RECENT_NIGHTS)
+    later = [p for i, p in enumerate(points[after:cut], start=after) if not skip[i]]
+    if not base.measured_here or len(later) < MIN_LEVEL_RUNS:
         return base, h_ss, h_df, ""
     own = [r.step_time_s for r in base.runs] or [base.step_time_s] * max(1, base.n_runs)
     logs = [math.log(x) for x in own] + [math.log(p.step_time_s) for p in later]
@@ -174,7 +176,8 @@ def _level(
         tolerance=base.tolerance,
         flops_convention=base.flops_convention,
     )
-    note = f"level of the baseline's {len(own)} and the history's {len(later)} runs since it"
+    until = "the change" if first_cp < len(points) else f"the last {RECENT_NIGHTS} nights"
+    note = f"level of the baseline's {len(own)} and the history's {len(later)} runs before {until}"
     return level, h_ss + b_ss, h_df + b_df, note
 
 
