@@ -89,7 +89,14 @@ def summary(result: dict[str, Any]) -> str:
             f"FLOPs [{f['status']}]: FlopCounterMode {f['counter_step']:.4g}/step; megatron "
             f"{f['perfgate_step']['megatron']:.4g} (+ half the s^2 attention "
             f"{f['attention_full_step'] / 2:.4g}), nemo2 {f['perfgate_step']['nemo2']:.4g} "
-            f"(+ vocab difference {f['nemo2_vocab_difference_step']:.4g}); worst "
+            f"(+ vocab difference {f['nemo2_vocab_difference_step']:.4g})"
+            + (
+                f", both + the fused attention backward's recomputed scores "
+                f"{f['scores_recompute_step']:.4g}"
+                if f.get("scores_recompute_step")
+                else ""
+            )
+            + "; worst "
             f"unexplained {pct(max(f['rel_diffs'].values()), 3)} (tolerance 0.5%)"
         )
     t2 = checks.get("tp2") or {}
