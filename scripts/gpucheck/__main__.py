@@ -51,9 +51,10 @@ A GPU run, in three steps, each from the repository root:
 The interpreter is --python PATH, else $PYTHON, else python3 (on the GPU machine, the one
 with torch). The CPU check CI runs: bash scripts/gpu-check --cpu --python .venv-bridge/bin/python
 
-Budget: the default plan (the product run of 30 steps, the measurements, 4 A/A and 4 A/B
-pairs of 20 steps) is sized for about 6 of the 8 minutes on one H100, an estimate from the
-row's FLOPs and launch overheads, not yet a measurement. Whatever the budget, the check
+Budget: the default plan is the product run of 30 steps, the measurements, 4 A/A and 4 A/B
+pairs of 20 steps. Measured on one H200 (2026-11-27): wheels 5 s, product run 36 s,
+measurements 28 s, each pair 50-60 s (two fresh processes; most of it is start-up and the
+model build), so the full plan needs about 9 minutes. Whatever the budget, the check
 leaves out, as time runs short and in this order: the A/A and A/B pairs beyond the first of
 each kind (the last first), then the GEMM sweep (the 8192^3 square stays), then B's
 in-process cost, and names what it left out. The product run, the FLOP count and one A/A
