@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from perfgate.logs.phases import PhaseSeries
 from perfgate.logs.series import StepSeries
 
 # Causes a failed job is diagnosed as; INFRA verdicts carry one of these.
@@ -70,6 +71,8 @@ class RunRecord:
     # one. See perfgate.launch.images.
     image_digest: str | None = None
     image_stamp: tuple[int, int] | None = None  # (size, mtime_ns) of the user's squashfs file
+    # Seconds per iteration in each phase, from the Megatron timer blocks of the run's logs.
+    phases: PhaseSeries | None = None
 
 
 @dataclass(frozen=True)
