@@ -74,7 +74,7 @@ def phases_html(ab: dict[str, Any]) -> str:
         "Baseline (A)",
         "Candidate (B)",
         "Δ",
-        "Interval" + (f" ({level:.0%})" if level else ""),
+        "Interval" + (f" ({level:.1%})" if level else ""),
         "Share of step",
         "Moved",
         "Pairs",
