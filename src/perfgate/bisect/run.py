@@ -117,7 +117,8 @@ class Bisection:
         p = cfg.probe
         self.say(
             f"perfgate bisect: plan: at most {n} probe(s) ({ends}; log2 of the "
-            f"{search.bad - search.good} images still in question), each one A/B job per row "
+            f"{search.bad - search.good} image(s) that may be the first slower one), each one "
+            "A/B job per row "
             f"against image 1, {p.pairs}..{p.max_pairs} pairs, up to {p.cap} with extension "
             f"jobs: {per:,.2f} GPU-hours per probe, {n * per:,.2f} at most (time-limit bound)"
         )

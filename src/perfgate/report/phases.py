@@ -2,14 +2,18 @@
 beside the versions that differ between the two images.
 
 Shared by the A/B block of the suite's report (perfgate.report.ab) and `perfgate bisect`'s
-report. Built from results.json data alone; everything that came from a log is escaped here.
+report; a one-run row shows its phases against the baseline's stored ones (phases_s, which
+--update-baselines stores from each run entry's "phases"). Built from results.json data alone;
+everything that came from a log is escaped here.
 """
 
 from __future__ import annotations
 
+import statistics
 from html import escape
 from typing import Any
 
+from perfgate.logs.phases import PhaseSeries
 from perfgate.report.environment import VERSION_LABELS
 from perfgate.report.format import pct, sig
 
@@ -102,4 +106,86 @@ def phases_html(ab: dict[str, Any]) -> str:
         f'<div class="pg-phases"><p class="pg-headline">{escape(headline(ab))}</p>'
         f'<table class="pg-phases"><tr>{ths}</tr>{"".join(body)}</table>'
         f"<p>{escape(note)}</p></div>"
+    )
+
+
+# --- one run against the stored baseline's phases (results.json's record "phases") ----------
+
+
+def window_medians(run: dict[str, Any], first: int, last: int) -> dict[str, float]:
+    """A results.json run entry's median seconds per phase over steps [first, last]."""
+    data = run.get("phases")
+    return PhaseSeries.from_dict(data).medians(first, last) if data else {}
+
+
+def stored_phases(per_run: list[dict[str, float]]) -> dict[str, float]:
+    """A baseline's phases: the median over its runs of each phase every run timed."""
+    if not per_run or not all(per_run):
+        return {}
+    names = [n for n in per_run[0] if all(n in r for r in per_run)]
+    return {n: round(statistics.median(r[n] for r in per_run), 6) for n in names}
+
+
+def versus_baseline(rec: dict[str, Any]) -> dict[str, Any] | None:
+    """One run's phases over its steady window against the baseline's stored ones (a point
+    comparison: one run says nothing of its own phase noise, so no interval is claimed)."""
+    stored = (rec.get("baseline") or {}).get("phases_s") or {}
+    measured = rec.get("measured") or {}
+    runs = [r for r in rec.get("runs") or () if r.get("phases") and r.get("label") == "baseline"]
+    if not runs or not measured.get("window"):
+        return None
+    first, last = measured["window"]  # --repeat K: the median over the K runs
+    mine = stored_phases([window_medians(r, first, last) for r in runs])
+    rows = []
+    for name, x in mine.items():
+        base = stored.get(name)
+        share = (x - base) / stored_step if base and (stored_step := _step(rec)) else None
+        rows.append(
+            {
+                "name": name,
+                "run_s": x,
+                "baseline_s": base,
+                "delta": x / base - 1 if base else None,
+                "share": share,
+            }
+        )
+    return {"phases": rows, "stored": bool(stored)}
+
+
+def _step(rec: dict[str, Any]) -> float | None:
+    return (rec.get("baseline") or {}).get("step_time_s")
+
+
+def versus_baseline_html(rec: dict[str, Any]) -> str:
+    """The phase table of a one-run row against its baseline (escaped HTML)."""
+    ph = rec.get("phases") or {}
+    rows = ph.get("phases") or []
+    if not rows:
+        return ""
+    head = ("Phase", "This run", "Baseline", "Δ", "Share of step")
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{escape(c)}</td>"
+            for c in (
+                p["name"],
+                _ms(p.get("run_s")),
+                _ms(p.get("baseline_s")) or "not stored",
+                pct(p.get("delta"), signed=True),
+                pct(p.get("share"), signed=True),
+            )
+        )
+        + "</tr>"
+        for p in rows
+    )
+    why = (
+        "one run against the baseline's stored phase medians: point estimates (one run shows "
+        "no phase noise of its own)"
+        if ph.get("stored")
+        else "the baseline stores no phases yet (--update-baselines stores them)"
+    )
+    ths = "".join(f"<th>{escape(h)}</th>" for h in head)
+    return (
+        f'<div class="pg-phases"><p>Phases: {escape(why)}.</p>'
+        f'<table class="pg-phases"><tr>{ths}</tr>{body}</table></div>'
     )
