@@ -30,6 +30,8 @@ from perfgate import diagnose, logs
 from perfgate.catalog import GPUS, PRECISION_TOKENS, Row
 from perfgate.errors import PerfgateError
 from perfgate.logs import stepfile
+from perfgate.logs.components import versions_of_files
+from perfgate.logs.phases import phases_of_run
 from perfgate.runs import Diagnosis, RunRecord, RunResult
 
 LOG_SUFFIXES = (".out", ".log", ".txt", ".err")
@@ -253,5 +255,13 @@ def load(row: Row, files: Sequence[Path]) -> RunResult:
         return RunResult(row.id, job_id, "REPLAY", log_paths=paths, diagnosis=diag)
     # A log may hold steps and still end in a CUDA OOM or an NCCL timeout: that run failed.
     diag = _diagnose(files, series, None)
-    run = RunRecord(image=None, label="baseline", series=series, log_path=paths[-1])
+    # a log that printed Megatron's timers: its phases (and the versions its lines state)
+    run = RunRecord(
+        image=None,
+        label="baseline",
+        series=series,
+        log_path=paths[-1],
+        versions=versions_of_files(files),
+        phases=phases_of_run(files),
+    )
     return RunResult(row.id, job_id, "REPLAY", runs=(run,), log_paths=paths, diagnosis=diag)
