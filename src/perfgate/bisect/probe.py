@@ -45,7 +45,9 @@ class ProbeConfig:
     window: stats.Window = "auto"
     noise: stats.Noise = stats.DEFAULT_NOISE
 
-    def job_options(self, good: str, image: str, folder: Path, pairs: int, top: int):
+    def job_options(
+        self, good: str, image: str, folder: Path, pairs: int, top: int
+    ) -> LaunchOptions:
         """The LaunchOptions of one probe job: A = the good end, B = the probed image."""
         return replace(
             self.options,

@@ -166,6 +166,9 @@ class Bisection:
         """Probe image `index` against image 1; returns its outcome."""
         entry = self._entry(kind, index)
         self.save()
+        if self.cfg.probe.options.container_runtime in ("pyxis", "command"):
+            # the two images' sha256, hashed here while their jobs queue and run (once each)
+            self.digests.start([self.cfg.images[0], self.cfg.images[index]])
         what = "the ends" if kind == "ends" else f"image {index + 1} of {len(self.cfg.images)}"
         self.say(f"perfgate bisect: probing {what}: {self.cfg.images[index]} against image 1")
         try:
@@ -250,8 +253,6 @@ def bisect(
         return b.finish()
     why = consent(cfg, n, gpu_hours, ask)
     say(f"perfgate bisect: submitting ({why})")
-    if cfg.probe.options.container_runtime in ("pyxis", "command"):
-        b.digests.start(cfg.images)  # each image's sha256, hashed here while the jobs run
     try:
         return b.run()
     except Interrupted as stop:
