@@ -7,6 +7,7 @@ import math
 from dataclasses import replace
 
 import pytest
+from suite.rows import make_row
 
 from perfgate import catalog, verdicts
 from perfgate.catalog import Baseline, Provenance, Row
@@ -23,18 +24,8 @@ STORED = {"forward-backward": 0.060, "all-grads-sync": 0.020, "optimizer": 0.020
 
 def row(phases_s: dict[str, float] | None = None) -> Row:
     base = Baseline(step_time_s=0.1, provenance=Provenance("perfgate run"), phases_s=phases_s or {})
-    return Row(
-        id="pretrain-llama3_8b-h100-bf16-8gpu-tp1",
-        task="pretrain",
-        model="llama3_8b",
-        gpu="h100",
-        precision="bf16",
-        num_gpus=8,
-        gpus_per_node=8,
-        gbs=128,
-        mbs=1,
-        seq_len=8192,
-        baseline=base,
+    return make_row(
+        model="llama3_8b", num_gpus=8, gbs=128, mbs=1, seq_len=8192, tp=1, baseline=base
     )
 
 

@@ -12,8 +12,8 @@ import math
 import random
 
 import pytest
+from suite.rows import make_row
 
-from perfgate.catalog import Row
 from perfgate.logs import Step, StepSeries
 from perfgate.logs.phases import PhaseSeries
 from perfgate.report.ab import ab_html
@@ -54,18 +54,7 @@ def judged(slow: dict[str, float], pairs: int = 4, seed: int = 7, timers: bool =
     for i in range(pairs):
         a, b = run("baseline", rng, {}, timers), run("candidate", rng, slow, timers)
         runs += [a, b] if i % 2 == 0 else [b, a]
-    row = Row(
-        id="pretrain-llama3_8b-h100-bf16-8gpu-tp1",
-        task="pretrain",
-        model="llama3_8b",
-        gpu="h100",
-        precision="bf16",
-        num_gpus=8,
-        gpus_per_node=8,
-        gbs=128,
-        mbs=1,
-        seq_len=8192,
-    )
+    row = make_row(model="llama3_8b", num_gpus=8, gbs=128, mbs=1, seq_len=8192, tp=1)
     result = RunResult("r", "77", "COMPLETED", runs=tuple(runs), nodes=("n1",))
     return evaluate_ab(row, result, source="live", first_pairs=3, max_pairs=8, tolerance=0.03)
 
