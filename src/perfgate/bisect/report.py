@@ -20,7 +20,8 @@ from perfgate.report.phases import changed_list, headline, phase_text
 
 STYLE = """<style>
 body{font-family:sans-serif;margin:1.5em;max-width:1200px}
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;overflow-wrap:anywhere}
+table{border-collapse:collapse;margin:.5em 0}
+td,th{border:1px solid #ccc;padding:2px 6px;overflow-wrap:anywhere}
 .pg-changed td{background:#fde2e1}.bad{color:#b00020}.good{color:#1b5e20}
 .undecided{color:#a15c00}.pg-answer{font-size:1.15em;font-weight:bold}
 </style>"""
