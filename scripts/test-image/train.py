@@ -6,6 +6,13 @@ fits a linear model by SGD for real (the loss goes down) and stands in for the G
 of a step with a fixed wait scaled by the slowdown knob, so the A/B difference between the
 images is known. Rank 0 prints NeMo 2.x progress lines (what perfgate.logs parses); every
 rank records what it saw of the container in $PERFGATE_OUTPUT_DIR/ranks/rank-R.json.
+
+The bisect series (images/series/nightly-N.sqsh) adds /series/knobs.json to the baseline
+image: a name, version lines rank 0 prints first (in the shapes of NCCL's, PyTorch's banner
+and Transformer Engine's debug line: synthetic values), and a slowdown of one phase. With
+--timing-log-level 1 the last rank prints what Megatron-LM's last rank prints: its iteration
+line and the level-1 timer block (format-synthetic, from megatron/core/timers.py), the wait
+split forward-backward 60%, all-grads-sync 20%, optimizer 20%, the slow phase longer.
 """
 
 from __future__ import annotations
@@ -21,8 +28,37 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+SERIES = Path("/series/knobs.json")  # present in the bisect series' images only
 FEATURES = 16
 BATCH = 32
+PHASES = {"forward-backward": 0.6, "all-grads-sync": 0.2, "optimizer": 0.2}
+
+
+def knobs() -> dict:
+    """The series image's knobs: name, version lines, the slow phase and by how much."""
+    return json.loads(SERIES.read_text()) if SERIES.is_file() else {}
+
+
+def timer_block(step_s: float, slowdown: float, slow_phase: str | None, extra_s: float) -> str:
+    """The step's phases as Megatron-Core's timers print them (ms, min and max across ranks)."""
+    out = "(min, max) time across ranks (ms):"
+    for name, share in PHASES.items():
+        ms = step_s * share * (1 + slowdown) * 1000
+        if name == slow_phase:
+            ms += extra_s * 1000
+        out += "\n    {}: ({:.2f}, {:.2f})".format((name + " ").ljust(48, "."), ms * 0.98, ms)
+    return out
+
+
+def iteration_line(i: int, steps: int, dt: float, world: int) -> str:
+    """Megatron-LM's iteration line (1-based), as its last rank prints it."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    return (
+        f" [{stamp}] iteration {i + 1:8d}/{steps:8d} | consumed samples: "
+        f"{BATCH * world * (i + 1):12d} | elapsed time per iteration (ms): {dt * 1000:.1f} | "
+        "learning rate: 5.000000E-02 | global batch size: "
+        f"{BATCH * world:5d} | number of skipped iterations:   0 | number of nan iterations:   0 |"
+    )
 
 
 def image_facts() -> dict[str, object]:
@@ -64,6 +100,14 @@ def main() -> int:
     ap.add_argument(
         "--ignore-slowdown", action="store_true", help="a model the image's change does not slow"
     )
+    ap.add_argument("--timing-log-level", type=int, default=0, help="as Megatron-LM's flag")
+    ap.add_argument(
+        "--modeled-cv",
+        type=float,
+        default=None,
+        help="log modeled times (nominal x a normal noise of this CV), not the measured ones: "
+        "a verdict then does not depend on the load of the machine running the test",
+    )
     args = ap.parse_args()
 
     rank = int(os.environ.get("RANK", "0"))
@@ -71,7 +115,14 @@ def main() -> int:
     steps = int(os.environ.get("PERFGATE_STEPS", "20"))
     out = Path(os.environ.get("PERFGATE_OUTPUT_DIR", "."))
     slowdown = 0.0 if args.ignore_slowdown else float((HERE / "slowdown").read_text())
-    seen = {**image_facts(), "rank": rank, "world_size": world}
+    series = knobs()
+    slow_phase = None if args.ignore_slowdown else series.get("slow_phase")
+    extra_s = args.step_s * float(series.get("phase_slowdown", 0.0)) if slow_phase else 0.0
+    if rank == 0:
+        for line in series.get("lines", []):
+            print(line, flush=True)
+    noise = random.Random(os.getpid())
+    seen = {**image_facts(), "rank": rank, "world_size": world, "series": series.get("name")}
     seen["env"] = {k: os.environ.get(k) for k in args.env}
     for k, v in seen["env"].items():  # a secret is never written down, only that it arrived
         if v is not None and any(m in k for m in ("TOKEN", "KEY", "SECRET", "PASSWORD")):
@@ -99,9 +150,16 @@ def main() -> int:
             for j in range(FEATURES):
                 grad[j] += 2 * err * x[j] / len(batch)
         w = [a - lr * g for a, g in zip(w, grad, strict=True)]
-        wait = (args.first_step_s if i == 0 else args.step_s) * (1 + slowdown)
-        time.sleep(max(0.0, wait - (time.perf_counter() - t0)))
+        nominal = (args.first_step_s if i == 0 else args.step_s) * (1 + slowdown) + extra_s
+        time.sleep(max(0.0, nominal - (time.perf_counter() - t0)))
         dt = time.perf_counter() - t0
+        if args.modeled_cv is not None:
+            dt = nominal * (1 + noise.gauss(0.0, args.modeled_cv))
+        if args.timing_log_level >= 1 and rank == world - 1:
+            share = dt / nominal  # the phases carry the step's own noise
+            block = timer_block(args.step_s * share, slowdown, slow_phase, extra_s * share)
+            print(iteration_line(i, steps, dt, world), flush=True)
+            print(block, flush=True)
         if rank == 0:
             print(
                 f"Training epoch 0, iteration {i}/{steps - 1} | lr: {lr:.4g} | "

@@ -1,5 +1,5 @@
 """The `perfgate` command: FLOPs and MFU, parse a log, compare runs, render a report, list rows,
-a row's history and the site's noise prior.
+a row's history and the site's noise prior, bisect a slowdown over images (cli_bisect).
 
 Every subcommand prints JSON with --json. Bad input is one line on stderr and exit status 2.
 """
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
-from perfgate import cli_history, flops, logs, stats
+from perfgate import cli_bisect, cli_history, flops, logs, stats
 from perfgate.catalog import FLOPS_CONVENTIONS, TASKS, Baseline, Provenance, load_catalog, load_file
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.report import format as fmt
@@ -409,6 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_command(sub)
     _add_validate_command(sub)
     cli_history.add_commands(sub)
+    cli_bisect.add_command(sub)
     return parser
 
 

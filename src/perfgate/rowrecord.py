@@ -28,6 +28,7 @@ class BaselineRecord(TypedDict):
     framework_version: str | None
     date: str | None
     notes: str | None
+    phases_s: dict[str, float]  # seconds per iteration per timed phase (Megatron timers)
 
 
 class PlanRecord(TypedDict):
@@ -99,6 +100,7 @@ class _RunEntryKeys(TypedDict):
     log_interval: int
     steps: list[list[float]]  # [step, step_time_s]
     slowest: dict[str, Any] | None  # the slowest rank its straggler reports name, its node
+    phases: dict[str, Any] | None  # logs.phases.PhaseSeries.to_dict(): timer columns, or None
 
 
 class RunEntry(_RunEntryKeys, total=False):
@@ -162,3 +164,4 @@ class RowRecord(_RowRecordKeys, total=False):
     duration_s: float  # the test's setup (waiting) and call time
     error: str  # a failure that is not the verdict's own message
     trend: dict[str, Any]  # the row's history trend, tonight included
+    phases: dict[str, Any] | None  # one-run modes: each phase vs the baseline's phases_s

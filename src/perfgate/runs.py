@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfgate.logs.phases import PhaseSeries
 from perfgate.logs.series import StepSeries
 
 # Causes a failed job is diagnosed as; INFRA verdicts carry one of these.
@@ -76,6 +77,8 @@ class RunRecord:
     # JSON-ready: rank, node (the report's, else the job's block layout), reports, how.
     slowest: dict[str, Any] | None = None
     job_id: str | None = None  # its own job, where it differs from the result's (replayed launches)
+    # Seconds per iteration in each phase, from the Megatron timer blocks of the run's logs.
+    phases: PhaseSeries | None = None
 
 
 @dataclass(frozen=True)

@@ -53,11 +53,46 @@ def job_nodes(here: str) -> list[str]:
     return out or [here]
 
 
+PHASES = {"forward-backward": 0.6, "all-grads-sync": 0.2, "optimizer": 0.2}
+
+
+def timer_block(step_s: float, args: argparse.Namespace, slowdown: float) -> str:
+    """The step's phases as Megatron-Core's timers print them (timers.py format strings): the
+    slowdown (a fraction of the step) all in --slow-phase, else spread over every phase."""
+    base = step_s / (1 + slowdown)
+    out = "(min, max) time across ranks (ms):"
+    for name, share in PHASES.items():
+        ms = base * share * 1000
+        if args.slow_phase is None:
+            ms *= 1 + slowdown
+        elif name == args.slow_phase:
+            ms += base * slowdown * 1000
+        out += "\n    {}: ({:.2f}, {:.2f})".format((name + " ").ljust(48, "."), ms * 0.98, ms)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--step-s", type=float, default=0.05)
     ap.add_argument("--first-step-s", type=float, default=0.3)
     ap.add_argument("--slow-image", default=None, help="PERFGATE_IMAGE under which to slow down")
+    ap.add_argument(
+        "--slow-images", default="", help="comma-separated PERFGATE_IMAGEs to slow down under"
+    )
+    ap.add_argument(
+        "--timers",
+        action="store_true",
+        help="rank 0 prints a Megatron timer block after each progress line (format-synthetic, "
+        "as perfgate's NeMo 2 callback prints them): forward-backward 60%%, all-grads-sync "
+        "20%%, optimizer 20%% of the step",
+    )
+    ap.add_argument("--slow-phase", default=None, help="the phase the slowdown lands in")
+    ap.add_argument(
+        "--nccl",
+        default=None,
+        metavar="VER[,SLOW_VER]",
+        help="print `NCCL version VER+cuda12.9` first (SLOW_VER under a slow image)",
+    )
     ap.add_argument("--slowdown", type=float, default=0.0, help="e.g. 0.05 for 5%% slower")
     ap.add_argument("--slow-node", default=None, help="slow down on this node (a slow node)")
     ap.add_argument("--slow-label", default=None, help="slow down in launches of this label")
@@ -104,8 +139,14 @@ def main() -> int:
         args.crash_at = None
     slow = 1.0
     node = seen["SLURMD_NODENAME"] or seen["hostname"]
+    image = os.environ.get("PERFGATE_IMAGE")
+    slow_image = image is not None and image in [x for x in args.slow_images.split(",") if x]
+    if args.nccl and rank == 0:
+        versions = args.nccl.split(",")
+        print(f"NCCL version {versions[-1] if slow_image else versions[0]}+cuda12.9", flush=True)
     if (
-        (args.slow_image and os.environ.get("PERFGATE_IMAGE") == args.slow_image)
+        slow_image
+        or (args.slow_image and os.environ.get("PERFGATE_IMAGE") == args.slow_image)
         or (args.slow_node and args.slow_node in job_nodes(node))
         or (args.slow_label and os.environ.get("PERFGATE_RUN_LABEL") == args.slow_label)
     ):
@@ -151,6 +192,8 @@ def main() -> int:
                     "MxEtpt/Rnk: 110.00TF/0",
                     flush=True,
                 )
+            if args.timers:
+                print(timer_block(dt, args, slow - 1.0), flush=True)
             if args.nan_at is not None and i >= args.nan_at:
                 print(
                     f" [2026-01-01 00:00:00] iteration {i + 1}/{steps} | grad norm: nan |",

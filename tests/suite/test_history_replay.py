@@ -8,6 +8,8 @@ import json
 import shutil
 from dataclasses import replace
 
+import pytest
+
 from perfgate import catalog, cli
 from perfgate.catalog import Baseline, BaselineRun, Provenance
 from perfgate.history.store import HistoryStore, Run, Session
@@ -95,8 +97,16 @@ def test_a_step_in_the_history_is_a_shift_naming_its_first_session(suite, capsys
     # Tonight (+5.2%) alone is within 10% at this row's noise: the step is a SHIFT.
     assert rec["verdict"] == "SHIFT" and rec["mode"] == "history"
     assert h["prior"]["name"] == "production" and h["n_runs"] == 11
-    assert h["noise_df"] == 11 - 2  # two segments: one df each for their means
-    assert h["df"] == 11 + 2 + 9  # prior 11 + baseline runs 2 + history 9
+    # A replay is one run, so it is judged as a confirming session: against the level of the
+    # baseline's 3 runs and the history's runs before the last 5 nights (6 of them), with
+    # the history's noise (two segments: 11 - 2 df) pooled with the baseline's (3 - 1 df).
+    ref = h["reference"]
+    assert ref["n_runs"] == 3 + 6 and ref["step_time_s"] == pytest.approx(2.50, abs=0.002)
+    assert (
+        ref["what"] == "level of the baseline's 3 and the history's 6 runs before the last 5 nights"
+    )
+    assert h["noise_df"] == (11 - 2) + (3 - 1)
+    assert h["df"] == 11 + 11  # prior 11 + the pooled noise's 11
     step = h["step"]
     assert step["verdict"] == "SHIFT" and step["index"] == 8
     first = step["first_session"]

@@ -99,6 +99,9 @@ def test_planned_settings_carry_the_row_and_the_benchmark_policy() -> None:
     assert s["model.seq_length"] == 8192 and not any(k.startswith("dataset.") for k in s)
     assert s["tokenizer.tokenizer_type"] == "NullTokenizer" and s["tokenizer.vocab_size"] == 128256
     assert s["checkpoint.save"] is None and s["logger.log_interval"] == 1
+    # the phases of each step: level-1 timers, the slowest rank's, no barrier per timer
+    assert s["logger.timing_log_level"] == 1 and s["logger.timing_log_option"] == "minmax"
+    assert s["model.barrier_with_L1_time"] is False
     # FSDP is set either way: a recipe that shards (Llama3 70B's FSDP configs) must not keep
     # sharding a row that says fsdp=false.
     assert s["ddp.use_megatron_fsdp"] is False and "checkpoint.ckpt_format" not in s

@@ -108,6 +108,9 @@ class Baseline:
     peak_memory_gib: float | None = None
     tolerance: float | None = None
     runs: tuple[BaselineRun, ...] = ()
+    # Seconds per iteration in each timed phase (Megatron timers), the stored runs' medians:
+    # a one-run verdict shows its phases against these (perfgate.verdicts.phases).
+    phases_s: dict[str, float] = field(default_factory=dict, hash=False)
 
     @property
     def measured_here(self) -> bool:

@@ -60,6 +60,7 @@ BASELINE_KEYS = (
     "tolerance",
     "provenance",
     "runs",
+    "phases_s",
 )
 RUN_KEYS = ("step_time_s", "rel_se", "job_id", "date", "container", "digest")
 PROVENANCE_KEYS = (
@@ -214,6 +215,17 @@ def _runs_from_list(where: str, data: object) -> tuple[BaselineRun, ...]:
     return tuple(out)
 
 
+def _phases_from_dict(where: str, data: object) -> dict[str, float]:
+    """baseline.phases_s: timer name -> seconds per iteration (> 0)."""
+    if not isinstance(data, dict):
+        raise _bad(where, "baseline.phases_s", "must be an object of phase: seconds", data)
+    for name, value in data.items():
+        charset.check_name(where, "baseline.phases_s", name.replace("/", "-"))
+        if not _is_number(value) or not 0 < value < float("inf"):
+            raise _bad(where, f"baseline.phases_s.{name}", "must be seconds > 0", value)
+    return {k: float(v) for k, v in data.items()}
+
+
 def baseline_from_dict(data: object, where: str = "<baseline>") -> Baseline:
     """Build a Baseline from its JSON object; a one-line error names the field and value."""
     if not isinstance(data, dict):
@@ -252,6 +264,7 @@ def baseline_from_dict(data: object, where: str = "<baseline>") -> Baseline:
         peak_memory_gib=_opt_float(data.get("peak_memory_gib")),
         tolerance=_opt_float(data.get("tolerance")),
         runs=_runs_from_list(where, data.get("runs", [])),
+        phases_s=_phases_from_dict(where, data.get("phases_s", {})),
     )
     validate.validate_baseline(baseline, where)
     return baseline
@@ -328,7 +341,7 @@ def row_from_dict(
 def _baseline_to_dict(b: Baseline) -> dict[str, Any]:
     out: dict[str, Any] = {"step_time_s": b.step_time_s}
     defaults = {f.name: f.default for f in fields(Baseline)}
-    for name in BASELINE_KEYS[1:-2]:
+    for name in BASELINE_KEYS[1:-3]:  # up to provenance, runs and phases_s
         value = getattr(b, name)
         if value != defaults[name]:
             out[name] = value
@@ -342,6 +355,8 @@ def _baseline_to_dict(b: Baseline) -> dict[str, Any]:
         out["runs"] = [
             {k: getattr(r, k) for k in RUN_KEYS if getattr(r, k) is not None} for r in b.runs
         ]
+    if b.phases_s:
+        out["phases_s"] = dict(b.phases_s)
     return out
 
 

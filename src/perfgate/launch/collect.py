@@ -19,6 +19,8 @@ from perfgate import atomic, inputs
 from perfgate import diagnose as dg
 from perfgate.errors import PerfgateError
 from perfgate.logs import stepfile, stragglers
+from perfgate.logs.components import versions_of_files
+from perfgate.logs.phases import phases_of_run
 from perfgate.runs import Diagnosis, RunRecord, RunResult
 
 MANIFEST = "runs.json"
@@ -100,17 +102,23 @@ def collect_run(
         record = None
     series = record.to_series(str(rdir / "steps.json")) if record else None
     rank0 = rdir / "rank-0.log"
+    # Megatron's last rank prints the timers (NeMo 2's printer may be rank 0); rank 0 and the
+    # last rank state the versions. What the workload measured itself wins over a log line.
+    ranks = rank_logs(rdir)
+    ends = list(dict.fromkeys(ranks[-1:] + ranks[:1]))
+    versions = {**versions_of_files(ends), **(record.versions if record else {})}
     run = RunRecord(
         image=entry.get("image"),
         label=entry.get("label", "baseline"),
         series=series,
-        versions=dict(record.versions) if record else {},
+        versions=versions,
         exit_code=entry.get("exit_code"),
         log_path=str(rank0) if rank0.exists() else None,
         mock_data=record.mock_data if record else True,
         image_digest=entry.get("image_digest"),
         image_stamp=tuple(entry["image_stamp"]) if entry.get("image_stamp") else None,
         slowest=slowest_of(rank0, list(nodes or ()), entry.get("tasks")),
+        phases=phases_of_run(ends),
     )
     return run, record
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from perfgate.report.environment import VERSION_LABELS
 from perfgate.report.format import seconds
+from perfgate.report.phases import phases_html
 from perfgate.rowrecord import RowRecord
 
 Record = RowRecord
@@ -181,6 +182,7 @@ def ab_html(rec: Record) -> str:
         f"<p>Launch order (A baseline, B candidate): {escape(str(ab.get('order') or ''))}; "
         f"versions changed: {escape(changed_text(ab.get('changed') or {}))}</p>",
         _sides_table(ab),
+        phases_html(ab),  # where the time went, beside what changed (empty without timers)
     ]
     if ab.get("pairs"):
         parts.append(_pairs_table(ab))

@@ -15,6 +15,7 @@ from typing import Any
 from perfgate.report import provenance, table
 from perfgate.report.ab import ab_html
 from perfgate.report.confirmation import confirmation_html, where_html
+from perfgate.report.phases import versus_baseline_html
 from perfgate.report.plot import svg_for_record
 from perfgate.report.trend import trend_svg
 from perfgate.rowrecord import RowRecord
@@ -117,6 +118,8 @@ def detail_html(rec: RowRecord) -> str:
         parts.append(f'<div class="pg-plot pg-trend">{svg}</div>')
     if ab_html(rec):
         parts.append(ab_html(rec))
+    elif rec.get("phases"):  # one run: its phases against the baseline's
+        parts.append(versus_baseline_html(rec))
     comp = rec.get("comparison") or {}
     if comp.get("reason"):
         parts.append(_details(f"why {v}", comp["reason"]))

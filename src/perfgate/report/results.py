@@ -21,6 +21,7 @@ from typing import Any
 from perfgate import atomic, catalog, inputs
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.launch.types import JobPlan
+from perfgate.report import phases as report_phases
 from perfgate.rowrecord import RowRecord, RunEntry
 from perfgate.runs import RunRecord
 from perfgate.secrets import redact
@@ -52,6 +53,7 @@ def _baseline_dict(b: catalog.Baseline | None) -> dict[str, Any] | None:
         "framework_version": b.provenance.framework_version,
         "date": b.provenance.date,
         "notes": b.provenance.notes,
+        "phases_s": dict(b.phases_s),
     }
 
 
@@ -165,6 +167,8 @@ def record(
                 "evidence": redact(d.evidence) if d.evidence else None,
                 "log_tail": redact(d.log_tail),
             }
+    if ev.mode != "paired":  # A/B rows compare phases pair by pair (ab["phases"])
+        rec["phases"] = report_phases.versus_baseline(rec)
     if ev.cause and rec["diagnosis"] is None:
         rec["diagnosis"] = {
             "cause": ev.cause,
@@ -188,6 +192,7 @@ def _run_entry(run: RunRecord, label: str | None = None) -> RunEntry:
         "log_interval": run.series.log_interval if run.series is not None else 1,
         "steps": [[s.step, s.step_time_s] for s in steps],
         "slowest": run.slowest,
+        "phases": run.phases.to_dict() if run.phases is not None else None,
     }
     if run.job_id:  # a replayed launch of its own job
         entry["job_id"] = run.job_id
@@ -254,13 +259,13 @@ def read(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 def _runs(
     rec: RowRecord, window: Any, label: str, used: set[int] | None = None
-) -> tuple[list[catalog.BaselineRun], list[float]]:
+) -> tuple[list[catalog.BaselineRun], list[float], dict[str, float]]:
     """Each steady run of one label as a BaselineRun (step time, rel SE, job, date, image),
-    and the unrounded medians."""
+    the unrounded medians, and the runs' median phase times (baseline.phases_s)."""
     job = rec.get("job") or {}
     job_id = str(job["job_id"]) if job.get("job_id") else None
     stamp = now()
-    out, medians = [], []
+    out, medians, phases = [], [], []
     runs = [r for r in rec.get("runs") or () if (r.get("label") or "baseline") == label]
     for i, (run, s) in enumerate(zip(runs, _summaries(runs, window), strict=True)):
         if s is None or not s.steady or (used is not None and i not in used):
@@ -276,7 +281,8 @@ def _runs(
             )
         )
         medians.append(s.median_s)
-    return out, medians
+        phases.append(report_phases.window_medians(run, s.window_start, s.window_end))
+    return out, medians, report_phases.stored_phases(phases)
 
 
 def _summaries(runs: list[dict[str, Any]], window: Any) -> list[Any]:
@@ -315,7 +321,7 @@ def baseline_from_record(
         side = ab["sides"]["candidate"]
         image, versions = side["image"], dict(side["versions"])
         used = {i for i, p in enumerate(ab.get("pairs") or ()) if p.get("used")}
-        runs, medians = _runs(rec, window, "candidate", used)
+        runs, medians, phases = _runs(rec, window, "candidate", used)
         source = "perfgate A/B run"
         comp = rec.get("comparison") or {}
         notes = (
@@ -325,7 +331,7 @@ def baseline_from_record(
     else:
         run = rec["runs"][-1] if rec.get("runs") else {}
         image, versions = run.get("image"), run.get("versions") or {}
-        runs, medians = _runs(rec, window, "baseline")
+        runs, medians, phases = _runs(rec, window, "baseline")
         source = "perfgate replay" if rec.get("source") == "replay" else "perfgate run"
         if source == "perfgate replay" and logs:
             notes = f"replayed from {logs[-1]}"
@@ -359,6 +365,7 @@ def baseline_from_record(
         peak_memory_gib=round(m["peak_memory_gib"], 2) if m.get("peak_memory_gib") else None,
         tolerance=row.baseline.tolerance if row.baseline is not None else None,
         runs=tuple(runs),
+        phases_s=phases,
     )
 
 

@@ -38,6 +38,8 @@ from perfgate.catalog import GPUS, PRECISION_TOKENS, Row
 from perfgate.errors import PerfgateError
 from perfgate.launch.collect import slowest_of
 from perfgate.logs import stepfile
+from perfgate.logs.components import versions_of_files
+from perfgate.logs.phases import phases_of_run
 from perfgate.runs import Diagnosis, RunRecord, RunResult
 from perfgate.suite import replay_layout
 
@@ -315,6 +317,9 @@ def load(row: Row, files: Sequence[Path]) -> RunResult:
         log_path=paths[-1],
         job_id=job_id,
         slowest=slowest_of(files[-1], [], None),
+        # a log that printed Megatron's timers: its phases (and the versions its lines state)
+        versions=versions_of_files(files),
+        phases=phases_of_run(files),
     )
     return RunResult(row.id, job_id, "REPLAY", runs=(run,), log_paths=paths, diagnosis=diag)
 

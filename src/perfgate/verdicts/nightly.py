@@ -176,7 +176,7 @@ def _level(
         tolerance=base.tolerance,
         flops_convention=base.flops_convention,
     )
-    until = "the change" if first_cp < len(points) else f"the last {RECENT_NIGHTS} nights"
+    until = "the change" if cut == first_cp else f"the last {RECENT_NIGHTS} nights"
     note = f"level of the baseline's {len(own)} and the history's {len(later)} runs before {until}"
     return level, h_ss + b_ss, h_df + b_df, note
 

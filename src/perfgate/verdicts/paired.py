@@ -19,6 +19,7 @@ from perfgate.runs import RunRecord, RunResult, launch_order
 from perfgate.stats import RunSummary
 from perfgate.verdicts import pairs_rule, physical
 from perfgate.verdicts.pairs_rule import BASELINE, CANDIDATE
+from perfgate.verdicts.phases import compare_phases
 from perfgate.verdicts.single import (
     IMPROVEMENT,
     Evaluation,
@@ -117,6 +118,7 @@ def evaluate_ab(
     ):
         ab["sides"][side].update(pooled(summaries))
     ab["drift"] = drift(row, steady_base, steady_cand, tol, window, noise)
+    ab["phases"] = compare_phases(base, cand, comp, noise)  # where the time went, if timed
     measured = pooled_measured(row, steady_cand, [cand[i] for i in used])
     why_not = physical.impossible(row, min(s.median_s for s in (*steady_base, *steady_cand)))
     if why_not is not None:  # both images ran something else than the row: no A/B verdict

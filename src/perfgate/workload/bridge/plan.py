@@ -149,6 +149,12 @@ def planned_settings(row: Row, steps: int) -> dict[str, Any]:
         "checkpoint.save": None,
         "logger.log_interval": 1,
         "logger.tensorboard_dir": None,
+        # The phases of each step (perfgate.logs.phases): Megatron's level-1 timers, printed
+        # by the last rank after each iteration line; no global barrier per timer (README,
+        # "Where the time went": what level 1 costs, and why not level 2).
+        "logger.timing_log_level": 1,
+        "logger.timing_log_option": "minmax",
+        "model.barrier_with_L1_time": False,
         "ddp.check_for_nan_in_grad": False,
         "ddp.check_for_large_grads": False,
         "rerun_state_machine.check_for_nan_in_loss": False,

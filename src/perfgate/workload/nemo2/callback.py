@@ -13,6 +13,7 @@ from typing import Any
 
 from lightning.pytorch.callbacks import Callback
 
+from perfgate.workload.nemo2.timers import TimerPrinter
 from perfgate.workload.recording import gather_peak_memory, make_step, start_record
 from perfgate.workload.runtime import Recorder
 
@@ -24,16 +25,24 @@ def _first(callbacks: list[Any], name: str) -> Any | None:
 class PerfgateStepCallback(Callback):
     """Record every training step on rank 0; gather each rank's peak memory at the end."""
 
-    def __init__(self, recorder: Recorder | None, gbs: int, seq_len: int, world_size: int):
+    def __init__(
+        self, recorder: Recorder | None, gbs: int, seq_len: int, world_size: int, rank: int = 0
+    ):
         self.recorder = recorder
+        self.timers = TimerPrinter(rank)  # the phases of each step (perfgate.workload.nemo2.timers)
         self.tokens_per_step = gbs * seq_len
         self.world_size = world_size
         self._t0: float | None = None
         self._timing: Any = None
         self._flops: Any = None
 
+    def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        """Before the optimizer is built: it gets the strategy's Megatron timers too."""
+        self.timers.lend_to_optimizer(trainer.strategy, pl_module)
+
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         """Find NeMo's timing and FLOPs callbacks; record versions; status running."""
+        self.timers.adopt(trainer.strategy)
         self._timing = _first(trainer.callbacks, "TimingCallback")
         self._flops = _first(trainer.callbacks, "FLOPsMeasurementCallback")
         start_record(self.recorder, self.world_size, "nemo2" if self._flops else None)
@@ -46,6 +55,7 @@ class PerfgateStepCallback(Callback):
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, idx: int
     ) -> None:
         """Append the finished step (0-based, NeMo's iteration number) to steps.json."""
+        self.timers.after_step()  # every rank: gathering the timers is a collective
         if self.recorder is None:
             return
         own = time.time() - self._t0 if self._t0 is not None else float("nan")

@@ -69,7 +69,9 @@ def run(spec: WorkloadSpec, rank: RankInfo, recorder: Recorder | None) -> None:
     recipe = build_recipe(row, inputs)
     task: Any = fdl.build(recipe)  # functools.partial(llm.pretrain / llm.finetune, ...)
     trainer = task.keywords["trainer"]
-    trainer.callbacks.append(PerfgateStepCallback(recorder, row.gbs, row.seq_len, rank.world_size))
+    trainer.callbacks.append(
+        PerfgateStepCallback(recorder, row.gbs, row.seq_len, rank.world_size, rank.rank)
+    )
     task()
     if recorder:
         done = len(recorder.record.steps)

@@ -212,6 +212,12 @@ def _set_logging(recipe: run.Partial, row: Row, log_dir: str | None) -> None:
     recipe.log.log_dir = log_dir
     recipe.trainer.enable_checkpointing = False
     recipe.trainer.log_every_n_steps = 1
+    # The phases of each step: Megatron's level-1 timers without a global barrier per timer
+    # (README "Where the time went": what it costs); printed by perfgate's step callback
+    # (perfgate.workload.nemo2.timers), one block per step after NeMo's progress line.
+    recipe.trainer.strategy.megatron_log_level = 1
+    recipe.trainer.strategy.progress_interval = 1
+    try_set(recipe.model.config, "barrier_with_L1_time", False)
 
 
 def _set_model_specifics(recipe: run.Partial, row: Row) -> None:
