@@ -85,14 +85,27 @@ def _clip_width(values: Sequence[float], center: float) -> float:
 
 
 def mser5_cut(values: Sequence[float], max_cut: int) -> int:
-    """MSER-5 truncation point (in values, a multiple of 5) within [0, max_cut]."""
+    """MSER-5 truncation point (in values, a multiple of 5) within [0, max_cut].
+
+    One backward pass (Welford's update of the tail's mean and sum of squared deviations)
+    gives every candidate cut's score: O(n), where recomputing each tail was O(n^2) and a
+    million-step run never finished.
+    """
     k = len(values) // MSER_BATCH
-    means = [statistics.fmean(values[j * MSER_BATCH : (j + 1) * MSER_BATCH]) for j in range(k)]
+    means = [
+        math.fsum(values[j * MSER_BATCH : (j + 1) * MSER_BATCH]) / MSER_BATCH for j in range(k)
+    ]
+    last = min(max_cut // MSER_BATCH, k - 2)
+    scores = [math.inf] * (last + 1)
+    mean = m2 = 0.0
+    for n, d in enumerate(range(k - 1, -1, -1), start=1):
+        delta = means[d] - mean
+        mean += delta / n
+        m2 += delta * (means[d] - mean)
+        if d <= last:
+            scores[d] = m2 / (n * n)
     best_d, best = 0, math.inf
-    for d in range(min(max_cut // MSER_BATCH, k - 2) + 1):
-        tail = means[d:]
-        m = statistics.fmean(tail)
-        score = sum((y - m) ** 2 for y in tail) / len(tail) ** 2
+    for d, score in enumerate(scores):
         if score < best:  # strict: the earliest of equal minima, the least data thrown away
             best_d, best = d, score
     return best_d * MSER_BATCH
@@ -144,6 +157,12 @@ def _validate(step_times: Sequence[float]) -> tuple[list[float], int]:
     return values, missing
 
 
+def _unit(values: Sequence[float]) -> float:
+    """A power of two that brings the largest finite value to [0.5, 1) (1.0 when none)."""
+    top = max((x for x in values if math.isfinite(x)), default=0.0)
+    return math.ldexp(1.0, -math.frexp(top)[1]) if top > 0 else 1.0
+
+
 def parse_window(text: str, option: str = "--window") -> Window:
     """'auto' or 'FIRST:LAST' (inclusive 0-based steps, e.g. 35:44 as llmb) from an option."""
     if text == "auto":
@@ -193,6 +212,10 @@ def summarize_run(
     the 0-based step numbers they belong to. NaN marks a missing value and is left out.
     """
     values, missing = _validate(step_times)
+    # Computed in units of a power of two near the largest step time (exact: only the
+    # exponent changes), so squares and sums of a corrupt 1e300 s step cannot overflow.
+    scale = _unit(values)
+    values = [x * scale for x in values]
     n = len(values)
     numbers = list(range(n)) if step_numbers is None else [int(s) for s in step_numbers]
     if len(numbers) != n:
@@ -231,6 +254,9 @@ def summarize_run(
 
     xs = [x for _, x in steady]
     med = statistics.median(xs)
+    if not med > 0:  # values 600 orders of magnitude apart underflowed to 0 in the common unit
+        reason = "step times span more orders of magnitude than a float can hold together"
+        return _not_steady(n, method, reason, missing)
     cv = _mad_sigma(xs, med) / med
     clipped = _clip(xs, med, _clip_width(xs, med))
     se = _MEDIAN_EFFICIENCY * batch_means_se(clipped)
@@ -254,9 +280,9 @@ def summarize_run(
         window_start=steady[0][0],
         window_end=steady[-1][0],
         n_steady=len(xs),
-        median_s=med,
-        mean_s=statistics.fmean(xs),
-        se_s=se,
+        median_s=med / scale,
+        mean_s=statistics.fmean(xs) / scale,
+        se_s=se / scale,
         cv=cv,
         spike_fraction=spikes,
         reason=reason,
