@@ -5,12 +5,14 @@ across files, one format, and the first reason the run cannot be judged.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Sequence
 
 from perfgate.errors import LogParseError
 from perfgate.logs.assemble import Part
 from perfgate.logs.formats import FORMATS
-from perfgate.logs.series import Step, StepSeries, log_interval_of, renumber
+from perfgate.logs.series import StepSeries, log_interval_of
+from perfgate.logs.table import StepTable, concat
 
 
 def chain(parts: Sequence[Part]) -> StepSeries:
@@ -29,10 +31,12 @@ def chain(parts: Sequence[Part]) -> StepSeries:
     if len(formats) > 1:
         desc = ", ".join(f"{p.origin} is {p.format}" for p in parts if p.steps)
         raise LogParseError(f"the files of one run must share a log format: {desc}")
-    steps: list[Step] = []
+    tables: list[StepTable] = []
+    last: int | None = None
     notes: list[str] = []
     seg: list[int] = []
     nan_its: dict[int, float] = {}
+    conflicts: dict[int, str] = {}
     reported: dict[str, float] = {}
     restarts = 0
     for part in parts:
@@ -42,11 +46,12 @@ def chain(parts: Sequence[Part]) -> StepSeries:
             notes.append(f"{part.origin}: no step records ({part.problem or 'none found'})")
             continue
         offset = 0
-        if steps:
+        numbers = part.steps.numbers
+        if last is not None:
             restarts += 1
-            first, last = part.steps[0].step, steps[-1].step
+            first = numbers[0]
             if first <= last:
-                interval = log_interval_of([s.step for s in part.steps])
+                interval = log_interval_of(numbers)
                 offset = last + interval - first
                 notes.append(
                     f"{part.origin}: step numbering restarts at {first}; continued after "
@@ -54,36 +59,59 @@ def chain(parts: Sequence[Part]) -> StepSeries:
                 )
             seg.append(first + offset)
         restarts += part.restarts
-        steps.extend(renumber(part.steps, offset))
+        tables.append(part.steps.renumbered(offset))
+        last = numbers[-1] + offset
         seg.extend(s + offset for s in part.segment_starts)
         nan_its.update({s + offset: n for s, n in part.nan_iterations.items()})
+        conflicts.update({s + offset: why for s, why in part.conflicts.items()})
+    steps = concat(tables)
     return StepSeries(
         format=formats.pop(),
-        steps=tuple(steps),
+        steps=steps,
         source_files=tuple(origins),
-        log_interval=log_interval_of([s.step for s in steps]),
+        log_interval=log_interval_of(steps.numbers),
         restarts=restarts,
-        invalid_reason=_invalid_reason(steps, nan_its),
+        invalid_reason=_invalid_reason(steps, nan_its, conflicts),
         notes=tuple(notes),
         segment_starts=tuple(seg),
         reported=reported,
     )
 
 
-def _invalid_reason(steps: list[Step], nan_iterations: dict[int, float]) -> str | None:
+def _invalid_reason(
+    steps: StepTable, nan_iterations: dict[int, float], conflicts: dict[int, str]
+) -> str | None:
     """The first reason, in step order, that the run cannot be judged."""
-    for s in steps:
-        if not math.isfinite(s.step_time_s):
-            return f"{_nan_or_inf(s.step_time_s)} step time at step {s.step}"
-        if s.grad_norm is not None and not math.isfinite(s.grad_norm):
-            return f"{_nan_or_inf(s.grad_norm)} grad norm at step {s.step}"
-        if s.loss is not None and not math.isfinite(s.loss):
-            return f"{_nan_or_inf(s.loss)} loss at step {s.step}"
-        if nan_iterations.get(s.step):
-            n = nan_iterations[s.step]  # a corrupt count may be inf or NaN: no int() of it
-            count = int(n) if math.isfinite(n) else n
-            return f"{count} NaN iteration(s) reported by Megatron at step {s.step}"
-    return None
+    found: list[tuple[int, int, str]] = []  # (step, rank of the check, reason)
+    bad = _first_not_finite(steps.times)
+    if bad is not None:
+        x = steps.times[bad]
+        found.append(
+            (steps.numbers[bad], 0, f"{_nan_or_inf(x)} step time at step {steps.numbers[bad]}")
+        )
+    for order, (name, what) in enumerate((("grad_norm", "grad norm"), ("loss", "loss")), 1):
+        col = steps.fields.get(name)
+        bad = col.first_not_finite() if col is not None else None
+        if bad is not None:
+            x = col.values[bad]  # type: ignore[union-attr]
+            found.append(
+                (steps.numbers[bad], order, f"{_nan_or_inf(x)} {what} at step {steps.numbers[bad]}")
+            )
+    if nan_iterations:
+        s = min(nan_iterations)
+        n = nan_iterations[s]  # a corrupt count may be inf or NaN: no int() of it
+        count = int(n) if math.isfinite(n) else n
+        found.append((s, 3, f"{count} NaN iteration(s) reported by Megatron at step {s}"))
+    if conflicts:
+        s = min(conflicts)
+        found.append((s, 4, conflicts[s]))
+    return min(found)[2] if found else None
+
+
+def _first_not_finite(values: array) -> int | None:
+    if math.isfinite(sum(values)):  # sum: inf or NaN when any is, never an exception
+        return None
+    return next((i for i, x in enumerate(values) if x - x != 0), None)  # x - x: NaN for inf
 
 
 def _nan_or_inf(x: float) -> str:

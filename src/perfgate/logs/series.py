@@ -11,35 +11,21 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from perfgate.logs.table import Step, StepTable, as_table
 
-@dataclass(frozen=True)
-class Step:
-    """One training step as logged. step is 0-based (NeMo 2 numbering) whatever the format."""
-
-    step: int
-    step_time_s: float
-    tflops_per_gpu: float | None = None  # as logged, in the logger's own FLOPs convention
-    tokens_per_s_per_gpu: float | None = None
-    mem_allocated_gib: float | None = None
-    mem_peak_gib: float | None = None  # peak allocated by tensors (torch max_memory_allocated)
-    loss: float | None = None
-    grad_norm: float | None = None
-    mem_reserved_gib: float | None = None  # peak reserved by the caching allocator
-    mfu: float | None = None  # as logged (fraction), in the logger's own FLOPs convention
-    rank: int | None = None  # rank label of the line this record was read from, if any
-
-    @property
-    def peak_memory_gib(self) -> float | None:
-        """Peak GPU memory as logged: the allocated peak, else the reserved one (TorchTitan)."""
-        return self.mem_peak_gib if self.mem_peak_gib is not None else self.mem_reserved_gib
+__all__ = ["Step", "StepSeries", "StepTable", "log_interval_of", "renumber"]
 
 
 @dataclass(frozen=True)
 class StepSeries:
-    """The per-step record of one run, in step order, plus what the parser learned."""
+    """The per-step record of one run, in step order, plus what the parser learned.
+
+    steps is a perfgate.logs.table.StepTable (columns; Step objects built when indexed or
+    iterated); any sequence of Steps given is turned into one.
+    """
 
     format: str
-    steps: tuple[Step, ...]
+    steps: Sequence[Step]
     source_files: tuple[str, ...] = ()
     log_interval: int = 1  # >1: each value is an average over that many steps
     restarts: int = 0  # restarts seen: later files (torchrun restarts, requeues) + reruns in a file
@@ -49,10 +35,31 @@ class StepSeries:
     # Summary lines the logger printed itself (e.g. Automodel's average_step_time_s).
     reported: dict[str, float] = field(default_factory=dict, hash=False)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "steps", as_table(self.steps))
+
+    @property
+    def _table(self) -> StepTable:
+        return self.steps  # type: ignore[return-value]  # __post_init__ made it one
+
     @property
     def step_times(self) -> list[float]:
         """Seconds per step, in step order."""
-        return [s.step_time_s for s in self.steps]
+        return self._table.times.tolist()
+
+    @property
+    def step_numbers(self) -> list[int]:
+        """The 0-based step numbers, in step order."""
+        return self._table.numbers.tolist()
+
+    @property
+    def peak_memory_gib(self) -> float | None:
+        """The highest peak memory any step logged (allocated, else reserved), or None."""
+        table = self._table
+        peak = table.max_of("mem_peak_gib")
+        if "mem_reserved_gib" not in table.fields:
+            return peak
+        return max((p for s in table if (p := s.peak_memory_gib) is not None), default=None)
 
     @property
     def valid(self) -> bool:

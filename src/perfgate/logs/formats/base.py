@@ -12,8 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
-# A logged number: `1.249e+03`, `2e+3`, `.5`, `nan`, `inf`.
-NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf)"
+# A logged number: `1.249e+03`, `2e+3`, `.5`, `nan`, `-inf` (the sign is the prefix's: a
+# `-inf` alternative matched `--inf`, which float() refuses).
+NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf)"
 NUM_RE = re.compile(NUM)
 
 # No training run logs a step number this large: a line that says so is corrupt, not a record
@@ -60,6 +61,25 @@ class Span(NamedTuple):
 
 
 Builder = Callable[[Span], Record | None]
+# A dense shape's step number from its anchor's groups and the step fields read (e.g. NeMo 2's
+# global_step); the builder uses the same function, so both ways agree.
+StepOf = Callable[[tuple[str | None, ...], dict[str, float]], int]
+
+
+@dataclass(frozen=True, slots=True)
+class Dense:
+    """How the lines of a shape printed once per step are read in bulk (perfgate.logs.template).
+
+    The anchor is followed by `| key: value` fields only (the builder reads them with
+    fields.pipe_fields). values: (record value, the keys it is read from by precedence, unit:
+    1000.0 for ms, a decimal shift); step_keys: fields read only for step_of; fields_at: where
+    the fields start relative to the anchor's end (-1: the anchor ends with the first `|`).
+    """
+
+    values: tuple[tuple[str, tuple[str, ...], float], ...]
+    step_of: StepOf
+    step_keys: tuple[str, ...] = ()
+    fields_at: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +89,8 @@ class Shape:
     gate is a substring every match of regex contains: the regex runs only on lines holding
     it, and one `in` test is far cheaper than a regex search. all_ranks: every rank may print
     the line, so only the lowest ranks' records are kept (perfgate.logs.collect).
+    dense: the shape's records are kept as columns and its lines matched by learned
+    templates (perfgate.logs.template), so a million-step log stays fast and small.
     """
 
     gate: str
@@ -76,6 +98,7 @@ class Shape:
     regex: re.Pattern[str]
     build: Builder
     all_ranks: bool = False
+    dense: Dense | None = None  # one line per step: read in bulk after the first (template)
 
 
 class PartReport(Protocol):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from decimal import Decimal
 
-from perfgate.logs.formats.base import NUM_RE, Derive, Deriver, PartReport, Record, number
+from perfgate.logs.formats.base import NUM_RE, Dense, Derive, Deriver, PartReport, Record, number
 
 GIB = float(1 << 30)
 
@@ -40,6 +40,33 @@ def put(values: dict[str, float], key: str, raw: str | None, per: float = 1.0) -
         values[key] = x
     else:
         values[key] = x / per if per != 1.0 else x
+
+
+def put_dense(values: dict[str, float], fields: dict[str, str], dense: Dense) -> None:
+    """The values of a dense shape's fields, each from the first non-empty key it names."""
+    for name, keys, per in dense.values:
+        raw = next((fields[k] for k in keys if fields.get(k)), None)
+        put(values, name, raw, per)
+
+
+def milli(text: str) -> float:
+    """A logged number of milliseconds in seconds, as put(..., 1000.0) converts it.
+
+    The decimal point of the text moves three places (1510.4 ms -> 1.5104 s, correctly
+    rounded like Decimal's scaleb, which costs ten times as much); exponents and non-finite
+    values take put's own path.
+    """
+    body = text.lstrip("+-")
+    if not body[:1].isdigit() and not body.startswith("."):
+        return float(text) / 1000.0  # nan, inf
+    if "e" in body or "E" in body:
+        probe: dict[str, float] = {}
+        put(probe, "x", text, 1000.0)
+        return probe["x"]
+    whole, _, frac = body.partition(".")
+    whole = whole.rjust(4, "0")
+    sign = "-" if text.startswith("-") else ""
+    return float(f"{sign}{whole[:-3]}.{whole[-3:]}{frac}")
 
 
 def fraction(percent: float) -> float:

@@ -14,6 +14,7 @@ from collections import defaultdict
 from perfgate.logs.formats.base import (
     NUM,
     ByKind,
+    Dense,
     Family,
     LogFormat,
     PartReport,
@@ -22,7 +23,7 @@ from perfgate.logs.formats.base import (
     Span,
     rank_key,
 )
-from perfgate.logs.formats.fields import GIB, pipe_fields, put
+from perfgate.logs.formats.fields import GIB, pipe_fields, put, put_dense
 from perfgate.logs.series import log_interval_of
 
 MEGATRON = "megatron"  # Megatron-LM / Megatron-Bridge `iteration N/ M | ...` line
@@ -44,25 +45,36 @@ _GIB_PER_MB = GIB / _MB
 _MEM_FIELDS = ("mem_allocated_gib", "mem_peak_gib", "mem_reserved_gib")
 
 
+def _step_of(groups: tuple[str | None, ...], read: dict[str, float]) -> int:
+    return int(groups[0] or 0) - 1  # Megatron numbers iterations from 1 (completed steps)
+
+
+DENSE = Dense(
+    values=(
+        ("step_time_s", ("elapsed time per iteration (ms)",), 1000.0),
+        ("tflops_per_gpu", ("throughput per GPU (TFLOP/s/GPU)", "TFLOPs"), 1.0),
+        # GPT models report `lm loss`; others (DiT, world models) their loss dict's `loss`.
+        ("loss", ("lm loss", "loss"), 1.0),
+        ("grad_norm", ("grad norm",), 1.0),
+        ("nan_iterations", ("number of nan iterations",), 1.0),
+        ("skipped_iterations", ("number of skipped iterations",), 1.0),
+    ),
+    step_of=_step_of,
+    fields_at=-1,
+)
+
+
 def _iteration(span: Span) -> Record | None:
     line, end, stop = span.line, span.end, span.stop
     f = pipe_fields(line[end - 1 : stop])
-    ms = f.get("elapsed time per iteration (ms)")
-    if ms is None:
+    if f.get("elapsed time per iteration (ms)") is None:
         return None
     v: dict[str, float] = {}
-    put(v, "step_time_s", ms, 1000.0)
-    put(v, "tflops_per_gpu", f.get("throughput per GPU (TFLOP/s/GPU)") or f.get("TFLOPs"))
-    # GPT models report `lm loss`; others (DiT, world models) their loss dict's `loss`.
-    put(v, "loss", f.get("lm loss") or f.get("loss"))
+    put_dense(v, f, DENSE)
     if "loss" not in v:
         old = _LM_LOSS_NO_COLON.search(line, end - 1, stop)
         put(v, "loss", old.group(1) if old else None)
-    put(v, "grad_norm", f.get("grad norm"))
-    put(v, "nan_iterations", f.get("number of nan iterations"))
-    put(v, "skipped_iterations", f.get("number of skipped iterations"))
-    # Megatron numbers iterations from 1 (the count of completed steps).
-    return Record(MEGATRON, int(span.match.group(1)) - 1, v)
+    return Record(MEGATRON, _step_of(span.match.groups(), {}), v)
 
 
 def _step_time(span: Span) -> Record:
@@ -185,7 +197,7 @@ def _megatron_score(by_kind: ByKind) -> int:
 FAMILY = Family(
     markers=(b"teration", b"Step Time"),
     shapes=(
-        Shape("iteration", MEGATRON, _ITERATION, _iteration, all_ranks=True),
+        Shape("iteration", MEGATRON, _ITERATION, _iteration, all_ranks=True, dense=DENSE),
         Shape("Step Time", STEP_TIME, _STEP_TIME, _step_time),
         Shape("iteration", MEMORY, _MEMORY, _memory),
     ),
