@@ -260,7 +260,7 @@ def diagnose(
             oom[1] if oom else None,
         )
     if series is not None and not series.valid:
-        return make("NAN", "the run cannot be judged", series.invalid_reason)
+        return make(series.cause, "the run cannot be judged", series.invalid_reason)
     failed = (exit_code not in (None, 0)) or state == "FAILED" or step_error
     if failed:
         exc = find_exception(logs)

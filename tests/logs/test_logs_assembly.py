@@ -196,8 +196,40 @@ def test_a_segment_without_steps_is_noted_and_skipped(tmp_path):
 
 def test_repeated_identical_lines_are_one_step_and_noted():
     s = logs.parse_text("\n".join([NEMO2_DGXC, NEMO2_DGXC]))
-    assert len(s.steps) == 1
+    assert len(s.steps) == 1 and s.valid
     assert any("1 step records repeated without rank labels" in n for n in s.notes)
+
+
+_MEGATRON = (
+    " [2024-04-06 02:59:36] iteration {i:8d}/     100 | elapsed time per iteration (ms): "
+    "{ms} | lm loss: 1.8E+00 | number of nan iterations:   0 |"
+)
+
+
+@pytest.mark.parametrize("fmt", ["nemo2", "megatron", "delta"])
+def test_a_step_repeated_with_another_step_time_makes_the_run_invalid(fmt):
+    # The last copy used to win silently: a second copy at 99 s turned a clean log into a
+    # REGRESSION. Which copy is right cannot be known.
+    def line(i: int, t: float) -> str:
+        if fmt == "nemo2":
+            return NEMO2_DGXC.replace("global_step: 49", f"global_step: {i}").replace(
+                "train_step_timing in s: 2.693", f"train_step_timing in s: {t}"
+            )
+        if fmt == "megatron":
+            return _MEGATRON.format(i=i + 1, ms=t * 1000)
+        return f"Step {i}: train_step_timing in s={t}"
+
+    clean = [line(i, 6.0) for i in range(60)]
+    s = logs.parse_text("\n".join([*clean[:31], line(30, 99.0), *clean[31:]]))
+    assert s.format != "unknown" and not s.valid, fmt
+    assert s.invalid_cause == "BAD_LOG" and s.cause == "BAD_LOG"
+    assert s.invalid_reason == "step 30 logged twice with different step times (6.0 s, then 99.0 s)"
+    # The same copy twice is a note, not a fault.
+    same = logs.parse_text("\n".join([*clean[:31], line(30, 6.0), *clean[31:]]))
+    assert same.valid and any("repeated" in n for n in same.notes)
+    # A restart (steps going back) is not a repeat: the last attempt is kept.
+    restarted = logs.parse_text("\n".join([*clean[:40], line(30, 7.0), *clean[31:]]))
+    assert restarted.valid and restarted.restarts == 1
 
 
 # --- bytes ----------------------------------------------------------------------------------

@@ -65,13 +65,15 @@ def chain(parts: Sequence[Part]) -> StepSeries:
         nan_its.update({s + offset: n for s, n in part.nan_iterations.items()})
         conflicts.update({s + offset: why for s, why in part.conflicts.items()})
     steps = concat(tables)
+    reason = _invalid_reason(steps, nan_its, conflicts)
     return StepSeries(
         format=formats.pop(),
         steps=steps,
         source_files=tuple(origins),
         log_interval=log_interval_of(steps.numbers),
         restarts=restarts,
-        invalid_reason=_invalid_reason(steps, nan_its, conflicts),
+        invalid_reason=reason[1] if reason else None,
+        invalid_cause=reason[0] if reason else None,
         notes=tuple(notes),
         segment_starts=tuple(seg),
         reported=reported,
@@ -80,8 +82,8 @@ def chain(parts: Sequence[Part]) -> StepSeries:
 
 def _invalid_reason(
     steps: StepTable, nan_iterations: dict[int, float], conflicts: dict[int, str]
-) -> str | None:
-    """The first reason, in step order, that the run cannot be judged."""
+) -> tuple[str, str] | None:
+    """(cause, reason) of the first reason, in step order, that the run cannot be judged."""
     found: list[tuple[int, int, str]] = []  # (step, rank of the check, reason)
     bad = _first_not_finite(steps.times)
     if bad is not None:
@@ -105,7 +107,10 @@ def _invalid_reason(
     if conflicts:
         s = min(conflicts)
         found.append((s, 4, conflicts[s]))
-    return min(found)[2] if found else None
+    if not found:
+        return None
+    _, order, why = min(found)
+    return ("BAD_LOG" if order == 4 else "NAN"), why
 
 
 def _first_not_finite(values: array) -> int | None:

@@ -34,6 +34,14 @@ class StepSeries:
     segment_starts: tuple[int, ...] = ()  # first step of each segment after the first
     # Summary lines the logger printed itself (e.g. Automodel's average_step_time_s).
     reported: dict[str, float] = field(default_factory=dict, hash=False)
+    # perfgate.runs.CAUSES word of invalid_reason: "NAN" (a NaN or inf value, Megatron's NaN
+    # iterations) or "BAD_LOG" (the log contradicts itself); None reads as NAN.
+    invalid_cause: str | None = None
+
+    @property
+    def cause(self) -> str:
+        """The INFRA cause of an invalid run (perfgate.runs.CAUSES)."""
+        return self.invalid_cause or "NAN"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", as_table(self.steps))

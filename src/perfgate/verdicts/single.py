@@ -115,8 +115,7 @@ def convention_of(row: Row, convention: str | None = None) -> str:
 
 
 def _peak_memory(series: StepSeries) -> float | None:
-    peaks = [s.peak_memory_gib for s in series.steps if s.peak_memory_gib is not None]
-    return max(peaks) if peaks else None
+    return series.peak_memory_gib  # from the columns: no Step object per step
 
 
 def throughput(
@@ -238,7 +237,7 @@ def evaluate(
         return infra(row, source, result, "TOO_FEW_STEPS", "no step times were recorded", **common)
     if not series.valid:
         return infra(
-            row, source, result, "NAN", str(series.invalid_reason), series=series, **common
+            row, source, result, series.cause, str(series.invalid_reason), series=series, **common
         )
     measured, why = measure(row, series, window)
     if measured is None:
@@ -312,9 +311,7 @@ def pooled_measured(
     # Between runs (launch-to-launch noise included) when there are several, else within one.
     se = p["spread_s"] / math.sqrt(k) if p["spread_s"] is not None else summaries[0].se_s
     tokens, tflops, mfu, peak = throughput(row, p["step_time_s"])
-    memory = [
-        s.peak_memory_gib for r in runs if r.series for s in r.series.steps if s.peak_memory_gib
-    ]
+    memory = [m for r in runs if r.series and (m := r.series.peak_memory_gib)]
     return Measured(
         step_time_s=p["step_time_s"],
         se_s=se,
