@@ -349,12 +349,24 @@ def test_an_all_rank_log_reads_only_the_lowest_ranks():
     assert any("32 more ranks logged step lines" in n for n in s.notes)
 
 
+def test_records_glued_on_a_cut_last_line_keep_all_but_the_last(tmp_path):
+    text = fixture_text("nemo2_b200_llama3_8b.log")
+    log = tmp_path / "glued.log"
+    log.write_text(text.replace("\n", " "))  # no line break at all: one cut line
+    assert logs.parse_files([log]).step_times == [6.08, 6.061, 6.082, 6.071]
+    assert logs.parse_text(text.replace("\n", " ")).step_times[-1] == 6.06  # text is whole
+
+
 def test_a_growing_log_leaves_out_its_unfinished_last_line(tmp_path):
     log = tmp_path / "live.log"
     text = fixture_text("nemo2_b200_llama3_8b.log")
     cut = text.rindex("train_step_timing in s: 6.06") + len("train_step_timing in s: 6")
     log.write_text(text[:cut])  # the writer is mid-way through `6.06 | TFLOPS_per_GPU ...`
     assert logs.parse_files([log], growing=True).step_times == [6.08, 6.061, 6.082, 6.071]
-    assert logs.parse_files([log]).step_times[-1] == 6.0  # finished file: the line is taken
+    # Not growing: a last line without a line break was still cut (a killed job): its record
+    # is left out with a note, never read as 6.0 (`in s: 2.` read as 2.0 before).
+    cut_file = logs.parse_files([log])
+    assert cut_file.step_times == [6.08, 6.061, 6.082, 6.071]
+    assert any("the last line has no line break" in n and "step 49" in n for n in cut_file.notes)
     log.write_text(text)
     assert logs.parse_files([log], growing=True).step_times[-1] == 6.06

@@ -12,8 +12,13 @@ Rules the parser applies, each reported in StepSeries.notes when it fires:
 - steps are 0-based whatever the logger's numbering (Megatron/TorchTitan `iteration N` -> N-1);
 - all-rank logs: every rank's records form a stream; for each step the lowest rank's record
   wins (unlabeled lines count as lowest); a step repeated in one stream keeps the latest copy;
+- a NaN or infinite step time, grad norm or loss anywhere (warm-up included) makes the run
+  invalid (invalid_reason names the step);
 - a stream whose step numbers go back (a requeue or restart appending to the same file) keeps
-  the last attempt: earlier records from that step on are dropped;
+  the last attempt: earlier records from that step on are dropped; a step logged twice in a
+  row with two step times makes the run invalid (BAD_LOG: which copy is right is unknown);
+- a file's last line without a line break was cut while being written: its last record is
+  left out (its last number may be cut short);
 - files given together are consecutive segments of one run, chained in the given order; a
   segment that restarts numbering continues after the previous segment's last step.
 """
@@ -57,8 +62,9 @@ def parse_files(
 
     tokens_per_step (global tokens per optimizer step, e.g. gbs * seq_len) and num_gpus are
     needed only for formats that log throughput but no step time (Automodel, TorchTitan).
-    growing=True: the last file is still being written; its unfinished last line (no line
-    break yet, possibly cut mid-number) is left out.
+    A file whose last line has no line break was cut while being written: that line's last
+    record is left out, with a note (`in s: 2.` may have been 2.5). growing=True: the last
+    file is still being written; its unfinished last line is left out without a note.
     """
     if not paths:
         raise LogParseError("no log files given")
@@ -138,4 +144,5 @@ def _read(path: str) -> LineScanner:
 
 def _text_lines(text: str | bytes) -> Iterable[str]:
     data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)
-    return LineScanner(io.BytesIO(data))
+    # Text held in memory is whole: its last line is not a cut one (see parse_files).
+    return LineScanner(io.BytesIO(data if data.endswith((b"\n", b"\r")) else data + b"\n"))

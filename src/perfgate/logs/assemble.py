@@ -47,6 +47,8 @@ def parse_lines(
     by_kind = collected.by_kind
     fmt = choose(by_kind)
     part = Part(origin, fmt.name if fmt else None)
+    if collected.cut_record:
+        part.notes.append(f"{origin}: {collected.cut_record}")
     for kind in lf.REPORTED_KINDS:
         for rec in by_kind[kind]:
             part.reported.update(rec.values)

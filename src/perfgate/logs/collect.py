@@ -35,6 +35,9 @@ class Collected:
 
     by_kind: dict[str, Sequence[lf.Record]]
     skipped_ranks: dict[str, set[int | None]]
+    # The log's last line had no line break: its last record was left out (its last number
+    # may be cut, `in s: 2.` for 2.5). None when not.
+    cut_record: str | None = None
 
 
 def collect(lines: Iterable[str]) -> Collected:
@@ -72,12 +75,15 @@ def collect(lines: Iterable[str]) -> Collected:
     seen: set[str] = set()
     learner = _Learner()
     seq = 0
+    last: list[Sequence[lf.Record]] = []  # where the current line's records went, in order
     for line in lines:
+        last.clear()
         got = learner.read(line)
         if got is not None:
             t, (rank, step, values) = got
             if keep(t.kind, None if rank == NO_RANK else rank):
                 tables[t.kind].write(t.names, step, rank, values)
+                last.append(tables[t.kind])
             continue
         records = extract(line, keep)
         if len(records) == 1 and records[0].kind in tables:
@@ -91,10 +97,17 @@ def collect(lines: Iterable[str]) -> Collected:
                     narrow(lf.markers_for(seen))
             if rec.kind in tables:
                 tables[rec.kind].add(rec.step or 0, rec.rank, rec.values)
+                last.append(tables[rec.kind])
             elif rec.kind in _CAPPED:
                 streams[rec.kind][rec.rank].append(rec)
+                last.append(streams[rec.kind][rec.rank])
             else:
                 by_kind[rec.kind].append(rec)
+                last.append(by_kind[rec.kind])
+    cut = None
+    if getattr(lines, "cut_last", False) and last:
+        dropped = last[-1].pop()  # type: ignore[attr-defined]
+        cut = _cut_note(dropped)
     for kind, per_rank in streams.items():
         if kind not in tables:
             by_kind[kind] = sorted((r for recs in per_rank.values() for r in recs), key=_seq)
@@ -103,7 +116,15 @@ def collect(lines: Iterable[str]) -> Collected:
         table.drop_ranks(skipped[kind])
         if table:
             out[kind] = table
-    return Collected(out, skipped)
+    return Collected(out, skipped, cut)
+
+
+def _cut_note(rec: lf.Record) -> str:
+    where = f"step {rec.step}'s record" if rec.step is not None else "its last record"
+    return (
+        f"the last line has no line break (the log was cut while being written): {where} "
+        "was left out, its numbers may be cut short"
+    )
 
 
 class _Learner:

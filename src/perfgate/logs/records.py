@@ -85,6 +85,17 @@ class RecordTable(Sequence[Record]):
                 col.mask = bytearray(b"\x01") * n
         return [*(_appender(self.values[k], 1) for k in names), *(_appender(c, 0) for c in others)]
 
+    def pop(self) -> Record:
+        """Remove and return the last record."""
+        rec = self[-1]
+        self.steps.pop()
+        self.ranks.pop()
+        for col in self.values.values():
+            col.values.pop()
+            if col.mask is not None:
+                col.mask.pop()
+        return rec
+
     def __len__(self) -> int:
         return len(self.steps)
 

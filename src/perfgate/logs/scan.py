@@ -64,6 +64,9 @@ class LineScanner:
         self.markers: tuple[bytes, ...] = MARKERS
         # A file still being written ends in a line that may be cut mid-number: skip it.
         self.skip_unterminated = False
+        # Set when the last line yielded had no line break: the file was cut while being
+        # written, so that line's last record may end mid-number (perfgate.logs.collect).
+        self.cut_last = False
 
     def narrow(self, markers: tuple[bytes, ...]) -> None:
         """Search only these markers from now on (the log's format is known)."""
@@ -105,7 +108,9 @@ class LineScanner:
             yield from _lines_with_markers(block, lo, cut + 1, self.markers)
             carry = block[cut + 1 :]
         if carry and not self.skip_unterminated:
-            yield from _lines_with_markers(carry, 0, len(carry), self.markers)
+            for line in _lines_with_markers(carry, 0, len(carry), self.markers):
+                self.cut_last = True
+                yield line
 
 
 def _first_break(block: bytes) -> int:
