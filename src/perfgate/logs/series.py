@@ -7,13 +7,15 @@ statistics outside.
 from __future__ import annotations
 
 import itertools
+import math
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from perfgate.logs.table import Step, StepTable, as_table
 
-__all__ = ["Step", "StepSeries", "StepTable", "log_interval_of", "renumber"]
+__all__ = ["Step", "StepSeries", "StepTable", "invalid", "log_interval_of", "renumber"]
 
 
 @dataclass(frozen=True)
@@ -87,3 +89,52 @@ def log_interval_of(step_numbers: Sequence[int]) -> int:
         return 1
     top = max(gaps.values())
     return min(g for g, n in gaps.items() if n == top)
+
+
+def invalid(
+    steps: StepTable, nan_iterations: dict[int, float], conflicts: dict[int, str]
+) -> tuple[str, str] | None:
+    """(cause, reason) of the first reason, in step order, that the run cannot be judged.
+
+    A NaN or infinite step time, grad norm or loss anywhere (warm-up included: NAN), a
+    Megatron NaN-iteration count (NAN), a step logged twice with two times (BAD_LOG).
+    """
+    found: list[tuple[int, int, str]] = []  # (step, rank of the check, reason)
+    bad = _first_bad_time(steps.times)
+    if bad is not None:
+        x, s = steps.times[bad], steps.numbers[bad]
+        if not math.isfinite(x):
+            found.append((s, 0, f"{_nan_or_inf(x)} step time at step {s}"))
+        else:  # zero or negative: not a duration (a corrupt or edited log)
+            found.append((s, 5, f"step time {x!r} s at step {s} is not a duration"))
+    for order, (name, what) in enumerate((("grad_norm", "grad norm"), ("loss", "loss")), 1):
+        col = steps.fields.get(name)
+        bad = col.first_not_finite() if col is not None else None
+        if bad is not None:
+            x = col.values[bad]  # type: ignore[union-attr]
+            found.append(
+                (steps.numbers[bad], order, f"{_nan_or_inf(x)} {what} at step {steps.numbers[bad]}")
+            )
+    if nan_iterations:
+        s = min(nan_iterations)
+        n = nan_iterations[s]  # a corrupt count may be inf or NaN: no int() of it
+        count = int(n) if math.isfinite(n) else n
+        found.append((s, 3, f"{count} NaN iteration(s) reported by Megatron at step {s}"))
+    if conflicts:
+        s = min(conflicts)
+        found.append((s, 4, conflicts[s]))
+    if not found:
+        return None
+    _, order, why = min(found)
+    return ("BAD_LOG" if order >= 4 else "NAN"), why
+
+
+def _first_bad_time(values: array) -> int | None:
+    """The first step time that is NaN, infinite, zero or negative, or None."""
+    if math.isfinite(sum(values)) and (not values or min(values) > 0):  # C speed
+        return None
+    return next((i for i, x in enumerate(values) if not x > 0 or x - x != 0), None)
+
+
+def _nan_or_inf(x: float) -> str:
+    return "NaN" if x != x else "infinite"
