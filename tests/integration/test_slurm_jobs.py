@@ -66,6 +66,8 @@ def scenarios(slurm_cluster, fake_row, tmp_path_factory, seeds) -> Iterator[dict
             "crash", "--crash-at", "12", "--fail-rank", "2", env={"PERFGATE_REFRESH_S": "0.2"}
         ),
         "oom": fake_row("oom", "--oom-at", "3", "--fail-rank", "1"),
+        # Exits 1 without a traceback: srun --kill-on-bad-exit cancels the step.
+        "exit1": fake_row("exit1", program=("sh", "-c", "echo about to fail; exit 1")),
         "nan": fake_row("nan", "--nan-at", "7", steps=12),
         "timeout": fake_row("timeout", "--hang-at", "3", time_limit_min=1),
     }
@@ -173,6 +175,16 @@ def test_workload_crash_names_the_exception_and_the_rank(scenarios):
     assert r.diagnosis.evidence == "RuntimeError: fake_train: simulated failure at step 12"
     assert "rank-2.log" in r.diagnosis.message and f"job {r.job_id}" in r.diagnosis.message
     assert r.runs[0].series is not None and len(r.runs[0].series.steps) >= 3
+
+
+def test_a_workload_exit_wins_over_the_step_cancel_it_caused(scenarios):
+    # Was `INFRA CANCELLED: Slurm killed the job`: slurmstepd's CANCELLED line of the step
+    # srun cancelled because the task exited 1.
+    r = scenarios["session"].result(scenarios["rows"]["exit1"].id)
+    assert r.state == "FAILED" and r.diagnosis is not None
+    assert r.diagnosis.cause == "WORKLOAD_EXCEPTION", r.diagnosis
+    assert "error: command 'sh' exited with status 1" in r.diagnosis.evidence
+    assert f"job {r.job_id}" in r.diagnosis.message
 
 
 def test_cuda_oom(scenarios):
