@@ -16,6 +16,7 @@ from typing import Any
 
 from perfgate import flops, stats
 from perfgate.catalog import Baseline, Row
+from perfgate.charset import printable
 from perfgate.errors import PerfgateError
 from perfgate.history import trend
 from perfgate.logs import StepSeries
@@ -363,7 +364,8 @@ def mode_label(mode: str) -> str:
 
 
 def infra_text(ev: Evaluation) -> str:
-    """The error of a failed job: the one-line cause, then the redacted log tail."""
+    """The error of a failed job: the one-line cause, then the redacted log tail, with every
+    control character of the log shown as an escape (it is printed on a terminal)."""
     lines = [ev.message]
     res = ev.result
     if res is not None and res.diagnosis is not None:
@@ -374,4 +376,4 @@ def infra_text(ev: Evaluation) -> str:
             lines.append(f"logs: {', '.join(res.log_paths[-3:])}")
         if d.log_tail:
             lines += ["--- log tail ---", redact(d.log_tail)]
-    return "\n".join(lines)
+    return printable("\n".join(lines))
