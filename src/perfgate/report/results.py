@@ -23,7 +23,7 @@ from perfgate.errors import ConfigError, PerfgateError
 from perfgate.launch.types import JobPlan
 from perfgate.rowrecord import RowRecord, RunEntry
 from perfgate.runs import RunRecord
-from perfgate.secrets import redact
+from perfgate.secrets import recorded, redact
 from perfgate.stats import json_ready, summarize_run
 from perfgate.verdicts import Evaluation
 
@@ -87,7 +87,7 @@ def record(
     rec: RowRecord = {
         "row_id": row.id,
         "nodeid": nodeid,
-        "row": catalog.row_to_dict(row),
+        "row": _row_dict(row),
         "source": source,
         "outcome": outcome,
         "verdict": ev.verdict if ev else ("DRY_RUN" if source == "dry-run" else "SKIPPED"),
@@ -173,6 +173,14 @@ def record(
             "log_tail": "",
         }
     return rec
+
+
+def _row_dict(row: catalog.Row) -> dict[str, Any]:
+    """The row as results.json keeps it: its variables that are not knobs shown as ***."""
+    d = catalog.row_to_dict(row)
+    if "env" in d:
+        d["env"] = recorded(d["env"])
+    return d
 
 
 def _run_entry(run: RunRecord, label: str | None = None) -> RunEntry:

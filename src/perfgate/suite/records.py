@@ -13,7 +13,7 @@ from perfgate import verdicts
 from perfgate.catalog import Row
 from perfgate.report import dryrun, results
 from perfgate.rowrecord import RowRecord
-from perfgate.secrets import redact
+from perfgate.secrets import recorded, redact
 from perfgate.suite.settings import Settings, repro_command
 
 
@@ -38,7 +38,7 @@ def session_info(settings: Settings, deselected: list[str]) -> dict[str, Any]:
             "window": settings.window,
             "tolerance": settings.tolerance,
             "overrides": launch.overrides,
-            "env": launch.env,
+            "env": recorded(launch.env),  # knobs' values; every other variable's is ***
             "replay": str(settings.replay) if settings.replay else None,
         },
     }
