@@ -28,8 +28,7 @@ from __future__ import annotations
 import io
 import math
 import statistics
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +36,18 @@ from perfgate.errors import LogParseError
 from perfgate.logs import assemble, chain, collect
 from perfgate.logs.scan import LineScanner, open_log
 from perfgate.logs.series import Step, StepSeries, log_interval_of, renumber
+from perfgate.logs.table import NO_RANK, STEP_FIELDS, StepTable
 
 __all__ = [
     "Step",
     "StepSeries",
     "detect_format",
+    "jsonable",
     "log_interval_of",
     "parse_files",
     "parse_text",
     "renumber",
+    "step_dicts",
     "summarize",
     "to_dict",
 ]
@@ -96,14 +98,15 @@ def detect_format(text: str | bytes) -> str:
 
 def summarize(series: StepSeries) -> dict[str, Any]:
     """What the parser knows about a run, as plain data (steady state: perfgate.stats)."""
-    times = [s.step_time_s for s in series.steps if math.isfinite(s.step_time_s)]
+    times = [t for t in series.step_times if math.isfinite(t)]
+    numbers = series.step_numbers
     return {
         "format": series.format,
-        "n_steps": len(series.steps),
-        "first_step": series.steps[0].step if series.steps else None,
-        "last_step": series.steps[-1].step if series.steps else None,
+        "n_steps": len(numbers),
+        "first_step": numbers[0] if numbers else None,
+        "last_step": numbers[-1] if numbers else None,
         "median_step_time_s": statistics.median(times) if times else None,
-        "mean_step_time_s": statistics.fmean(times) if times else None,
+        "mean_step_time_s": _mean(times) if times else None,
         "log_interval": series.log_interval,
         "restarts": series.restarts,
         "segment_starts": list(series.segment_starts),
@@ -114,18 +117,39 @@ def summarize(series: StepSeries) -> dict[str, Any]:
     }
 
 
+def _mean(times: list[float]) -> float:
+    try:
+        return statistics.fmean(times)
+    except OverflowError:  # corrupt 1e308 s steps: the sum has no float
+        return math.inf
+
+
 def to_dict(series: StepSeries) -> dict[str, Any]:
     """{"format", "steps", "summary"} ready for json.dumps(allow_nan=False): NaN -> "nan"."""
-    steps = [{k: _jsonable(v) for k, v in asdict(s).items()} for s in series.steps]
-    summary = {k: _jsonable(v) for k, v in summarize(series).items()}
-    return {"format": series.format, "steps": steps, "summary": summary}
+    summary = {k: jsonable(v) for k, v in summarize(series).items()}
+    return {"format": series.format, "steps": list(step_dicts(series)), "summary": summary}
 
 
-def _jsonable(value: Any) -> Any:
+def step_dicts(series: StepSeries) -> Iterator[dict[str, Any]]:
+    """Each step as to_dict has it (Step's fields in order, NaN -> "nan"), from the columns."""
+    table = series.steps
+    assert isinstance(table, StepTable)
+    columns = [table.fields.get(name) for name in STEP_FIELDS]
+    times, ranks = table.times, table.ranks
+    for i, step in enumerate(table.numbers):
+        d: dict[str, Any] = {"step": step, "step_time_s": jsonable(times[i])}
+        for name, col in zip(STEP_FIELDS, columns, strict=True):
+            d[name] = None if col is None else jsonable(col.get(i))
+        d["rank"] = None if ranks[i] == NO_RANK else ranks[i]
+        yield d
+
+
+def jsonable(value: Any) -> Any:
+    """value ready for json.dumps(allow_nan=False): NaN, inf -> "nan", "inf" (dicts too)."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)  # "nan", "inf", "-inf": JSON has no literal for them
     if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
+        return {k: jsonable(v) for k, v in value.items()}
     return value
 
 

@@ -68,6 +68,7 @@ def row_record(
         plan=info.get("plan"),
         description=info.get("description"),
         skip_reason=info.get("skip_reason") or skipped,
+        window=settings.window,
     )
     if ev is None and report.failed:
         lines = report.longreprtext.splitlines() if report.longreprtext else ["error"]
