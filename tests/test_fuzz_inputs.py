@@ -213,6 +213,12 @@ NAMED_LOGS: dict[str, tuple[bytes, int]] = {  # content, expected exit status
     "a 400-digit step": (MEGATRON.replace(b"iteration       44/", b"iteration 9" + b"9" * 399), 0),
     "a 400-digit TorchTitan step": (TITAN.replace(b"step: 250", b"step: " + b"9" * 400), 0),
     "Bridge iteration line without its time": (BRIDGE.replace(b"(ms): 43824.6", b"(ms): x"), 0),
+    # Tracebacks before #24: float('--inf') (NUM matched it), OverflowError in MSER-5 and
+    # in the mean of the summary.
+    "a --inf step time": (_nemo2_steps(["6.0"] * 19 + ["--inf"]), 0),
+    "1e300 step times": (_nemo2_steps(["1e300", "2e300"] * 10), 0),
+    "1.7e308 step times": (_nemo2_steps(["1.7e308"] * 20), 0),
+    "a conflicting repeat": (_nemo2_steps(["6.0"] * 10) + _nemo2_steps(["99"], 54), 0),
 }  # fmt: skip
 
 
@@ -241,7 +247,8 @@ def test_crlf_logs_give_the_same_step_times(log, tmp_path, capsys):
     assert times[0][:2] in ([6.08, 6.061], [5.4449, 5.5338])
 
 
-_NUMBERS = [b"nan", b"-1", b"1e999", b"inf", b"", b"0", b"-0.0", b"9" * 400, b"1.2.3", b"\xff"]
+_NUMBERS = [b"nan", b"-1", b"1e999", b"inf", b"", b"0", b"-0.0", b"9" * 400, b"1.2.3", b"\xff",
+            b"--inf", b"1e300", b"2."]  # fmt: skip
 
 
 def _mutate_log(rng: random.Random, text: bytes) -> bytes:
