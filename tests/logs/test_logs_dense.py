@@ -129,6 +129,28 @@ def test_generated_dense_logs_read_the_same_three_ways(seed, monkeypatch):
     assert a == b == c
 
 
+@pytest.mark.parametrize("fmt", ["nemo2", "megatron", "srun", "stamped"])
+def test_clean_dense_logs_read_in_bulk_the_same_three_ways(fmt, monkeypatch):
+    # Thousands of lines of one shape: the trusted template reads them a column at a time.
+    rng = random.Random(7)
+    lines = []
+    for i in range(3000):
+        t = 6 + rng.gauss(0, 0.05)
+        if fmt == "megatron":
+            line = MEGATRON_LINE.format(i=i + 1, ms=f"{t * 1000:.1f}", loss="1.8E+00", nan=0)
+        else:
+            line = NEMO2_LINE.format(i=i, t=f"{t:.4f}", loss="2.5")
+        if fmt == "srun":
+            line = f"{i % 3}: {line}"
+        elif fmt == "stamped":
+            line = f"[2025-10-17T11:32:{i % 60:02d}+08:00] {line}"
+        lines.append(line)
+        if i % 500 == 7:  # another line of the family now and then: read one by one
+            lines.append("saving checkpoint at iteration 5 to /ckpt")
+    a, b, c = _three_ways("\n".join(lines) + "\n", monkeypatch)
+    assert a == b == c and '"n_steps": 3000' in a
+
+
 def test_a_template_that_disagrees_with_the_record_path_is_dropped(monkeypatch):
     # Sabotage: every template reads step times 1 s too high. The check of its first lines
     # against the record path must catch it; the parse stays right.

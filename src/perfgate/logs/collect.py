@@ -6,8 +6,10 @@ are kept. Turning the records into steps: perfgate.logs.assemble.
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from perfgate.logs import formats as lf
@@ -23,6 +25,8 @@ from perfgate.logs.template import Template
 # rank wins each step anyway; the others matter only if all of those lack the step.
 MAX_RANK_STREAMS = 8
 _CAPPED = lf.ALL_RANK_KINDS
+BULK_LINES = 16  # a batch this long is matched in bulk by the trusted template first
+BULK_CHUNK = 4096
 _DENSE = tuple(dict.fromkeys(s.kind for f in lf.FAMILIES for s in f.shapes if s.dense))
 
 
@@ -75,8 +79,29 @@ def collect(lines: Iterable[str]) -> Collected:
     seen: set[str] = set()
     learner = _Learner()
     seq = 0
-    last: list[Sequence[lf.Record]] = []  # where the current line's records went, in order
-    for line in lines:
+    last: list[Sequence[lf.Record]] = []  # where the last line's records went, in order
+
+    def bulk(t: Template, found: list[re.Match[str]], lines: list[str]) -> None:
+        """Lines a trusted template matched, into its table a column at a time."""
+        got = t.columns(found)
+        if got is None:  # a group without a number: each line the slow way
+            for line in lines:
+                one(line)
+            return
+        ranks, steps, values = got
+        kind = t.kind
+        # In order of first appearance, as the lines would be asked one by one.
+        admit = {r: keep(kind, None if r == NO_RANK else r) for r in dict.fromkeys(ranks)}
+        if not all(admit.values()):  # the cap turned away some ranks: keep the others' lines
+            rows = [i for i, r in enumerate(ranks) if admit[r]]
+            ranks, steps = [ranks[i] for i in rows], [steps[i] for i in rows]
+            values = [[col[i] for i in rows] for col in values]
+        if steps:
+            tables[kind].extend(t.names, steps, ranks, values)
+            last[:] = [tables[kind]]
+
+    def one(line: str) -> None:
+        nonlocal seq
         last.clear()
         got = learner.read(line)
         if got is not None:
@@ -84,7 +109,7 @@ def collect(lines: Iterable[str]) -> Collected:
             if keep(t.kind, None if rank == NO_RANK else rank):
                 tables[t.kind].write(t.names, step, rank, values)
                 last.append(tables[t.kind])
-            continue
+            return
         records = extract(line, keep)
         if len(records) == 1 and records[0].kind in tables:
             learner.learn(line, records[0])
@@ -104,6 +129,25 @@ def collect(lines: Iterable[str]) -> Collected:
             else:
                 by_kind[rec.kind].append(rec)
                 last.append(by_kind[rec.kind])
+
+    for batch in _batches(lines):
+        pos = 0
+        while pos < len(batch) and (learner.trusted is None or len(batch) - pos < BULK_LINES):
+            one(batch[pos])
+            pos += 1
+        if pos == len(batch):
+            continue
+        # A dense stretch: one C-level match of the trusted template over the rest of the
+        # batch; the lines it does not match (other kinds, shapes) go one by one, in order.
+        t, rest = learner.trusted, batch[pos:]
+        found = list(map(t.rx.fullmatch, rest))  # type: ignore[union-attr]
+        start = 0
+        for miss in [i for i, m in enumerate(found) if m is None] + [len(rest)]:
+            if miss > start:
+                bulk(t, found[start:miss], rest[start:miss])  # type: ignore[arg-type]
+            if miss < len(rest):
+                one(rest[miss])
+            start = miss + 1
     cut = None
     if getattr(lines, "cut_last", False) and last:
         dropped = last[-1].pop()  # type: ignore[attr-defined]
@@ -133,6 +177,7 @@ class _Learner:
     def __init__(self) -> None:
         self.templates: list[Template] = []
         self.failed = 0
+        self.trusted: Template | None = None  # the last verified template that read a line
 
     def read(self, line: str) -> tuple[Template, tuple[int, int, list[float]]] | None:
         """(template, what it read) for a line a trusted template reads, else None."""
@@ -145,10 +190,13 @@ class _Learner:
                 recs = extract(line)
                 if len(recs) == 1 and template.same(t, got, recs[0]):
                     t.checked += 1
+                    if t.checked == template.VERIFY:
+                        self.trusted = t
                 else:
                     self.templates.remove(t)
                     self.failed += 1
                 return None
+            self.trusted = t
             return t, got
         return None
 
@@ -163,6 +211,17 @@ class _Learner:
             self.failed += 1
         else:
             self.templates.append(t)
+
+
+def _batches(lines: Iterable[str]) -> Iterator[list[str]]:
+    """The lines in lists: a LineScanner's own stretches, else chunks of BULK_CHUNK."""
+    batches = getattr(lines, "batches", None)
+    if batches is not None:
+        yield from batches()
+        return
+    it = iter(lines)
+    while chunk := list(itertools.islice(it, BULK_CHUNK)):
+        yield chunk
 
 
 def _seq(rec: lf.Record) -> int:

@@ -74,6 +74,30 @@ class RecordTable(Sequence[Record]):
         self.steps.append(step)
         self.ranks.append(rank)
 
+    def extend(
+        self, names: tuple[str, ...], steps: list[int], ranks: list[int], values: list[list[float]]
+    ) -> None:
+        """Many records holding exactly these values (write() for whole columns at once)."""
+        n, k = len(self.steps), len(steps)
+        for name in names:
+            if name not in self.values:
+                self.values[name] = Column.missing(n)
+                self._writers.clear()
+        for name, col in zip(names, values, strict=True):
+            column = self.values[name]
+            column.values.extend(col)
+            if column.mask is not None:
+                column.mask.extend(b"\x01" * k)
+        for name, column in self.values.items():
+            if name not in names:
+                if column.mask is None:
+                    column.mask = bytearray(b"\x01") * n
+                    self._writers.clear()
+                column.values.frombytes(bytes(8 * k))  # 0.0, marked as no value
+                column.mask.extend(bytes(k))
+        self.steps.extend(steps)
+        self.ranks.extend(ranks)
+
     def _prepare(self, names: tuple[str, ...]) -> list[Callable[[float], Any]]:
         n = len(self.steps)
         for name in names:

@@ -73,6 +73,12 @@ class LineScanner:
         self.markers = markers
 
     def __iter__(self) -> Iterator[str]:
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self) -> Iterator[list[str]]:
+        """The candidate lines, in file order, a list per stretch of the file (a dense log's
+        step lines come in thousands at a time: perfgate.logs.collect reads them in bulk)."""
         if self.origin is None:
             yield from self._scan()
             return
@@ -82,7 +88,7 @@ class LineScanner:
             except (OSError, EOFError) as e:  # a truncated or corrupt .gz, an I/O error
                 raise LogParseError(f"{self.origin}: cannot read the log ({e})") from None
 
-    def _scan(self) -> Iterator[str]:
+    def _scan(self) -> Iterator[list[str]]:
         carry = b""  # the unfinished last line of the previous block
         while True:
             block = self.stream.read(self.block_bytes)
@@ -95,22 +101,22 @@ class LineScanner:
                 if nl < 0:
                     carry += block
                     if len(carry) >= MAX_LINE_BYTES:
-                        yield from _lines_with_markers(carry, 0, len(carry), self.markers)
+                        yield _lines_with_markers(carry, 0, len(carry), self.markers)
                         carry = b""
                     continue
                 head = carry + block[: nl + 1]
-                yield from _lines_with_markers(head, 0, len(head), self.markers)
+                yield _lines_with_markers(head, 0, len(head), self.markers)
                 lo = nl + 1
             cut = max(block.rfind(b"\n", lo), block.rfind(b"\r", lo))
             if cut < 0:
                 carry = block[lo:]
                 continue
-            yield from _lines_with_markers(block, lo, cut + 1, self.markers)
+            yield _lines_with_markers(block, lo, cut + 1, self.markers)
             carry = block[cut + 1 :]
         if carry and not self.skip_unterminated:
-            for line in _lines_with_markers(carry, 0, len(carry), self.markers):
-                self.cut_last = True
-                yield line
+            last = _lines_with_markers(carry, 0, len(carry), self.markers)
+            self.cut_last = bool(last)
+            yield last
 
 
 def _first_break(block: bytes) -> int:
@@ -125,15 +131,21 @@ def candidate_lines(stream: BinaryIO, block_bytes: int = BLOCK_BYTES) -> Iterato
     return iter(LineScanner(stream, block_bytes))
 
 
-def _lines_with_markers(buf: bytes, lo: int, end: int, markers: tuple[bytes, ...]) -> Iterator[str]:
+def _lines_with_markers(buf: bytes, lo: int, end: int, markers: tuple[bytes, ...]) -> list[str]:
     """The lines of buf[lo:end] holding any marker, decoded, in order."""
-    hits = sum(buf.count(m, lo, end) for m in markers)
-    if hits and hits * DENSE_SHARE >= buf.count(b"\n", lo, end) + buf.count(b"\r", lo, end):
+    # Only which path reads the block depends on this (both give the same lines): \n only.
+    lines = buf.count(b"\n", lo, end)
+    hits = 0
+    for m in markers:  # the first marker is the family's main one: often it decides alone
+        hits += buf.count(m, lo, end)
+        if hits * DENSE_SHARE >= lines:
+            break
+    if hits and hits * DENSE_SHARE >= lines:
         return _dense_lines(buf, lo, end, markers)
-    return _sparse_lines(buf, lo, end, markers)
+    return list(_sparse_lines(buf, lo, end, markers))
 
 
-def _dense_lines(buf: bytes, lo: int, end: int, markers: tuple[bytes, ...]) -> Iterator[str]:
+def _dense_lines(buf: bytes, lo: int, end: int, markers: tuple[bytes, ...]) -> list[str]:
     """A block where most lines are step lines: decode it whole, split, filter (C speed).
 
     Line breaks are ASCII, so no UTF-8 sequence spans one: decoding the block and then
@@ -146,11 +158,11 @@ def _dense_lines(buf: bytes, lo: int, end: int, markers: tuple[bytes, ...]) -> I
     words = [m.decode() for m in markers]
     if len(words) == 1:
         (a,) = words
-        return iter([x for x in lines if a in x])
+        return [x for x in lines if a in x]
     if len(words) == 2:
         a, b = words
-        return iter([x for x in lines if a in x or b in x])
-    return iter([x for x in lines if any(w in x for w in words)])
+        return [x for x in lines if a in x or b in x]
+    return [x for x in lines if any(w in x for w in words)]
 
 
 def _sparse_lines(buf: bytes, lo: int, end: int, markers: tuple[bytes, ...]) -> Iterator[str]:

@@ -84,11 +84,34 @@ def renumber(steps: Iterable[Step], offset: int) -> list[Step]:
 
 def log_interval_of(step_numbers: Sequence[int]) -> int:
     """The most common gap between consecutive logged steps (1 when there is none)."""
+    regular = even_gap(step_numbers)
+    if regular is not None:
+        return regular
     gaps = Counter(b - a for a, b in itertools.pairwise(step_numbers) if b > a)
     if not gaps:
         return 1
     top = max(gaps.values())
     return min(g for g, n in gaps.items() if n == top)
+
+
+def even_gap(numbers: Sequence[int]) -> int | None:
+    """g when numbers are first, first + g, first + 2g, ... (g > 0), else None.
+
+    One comparison in C: a million-step log is nearly always so, and then needs no per-step
+    look at its numbers (log interval, restarts, repeats).
+    """
+    n = len(numbers)
+    if n < 2:
+        return None
+    first, g = numbers[0], numbers[1] - numbers[0]
+    if g <= 0 or numbers[-1] - first != g * (n - 1):
+        return None
+    steps = range(first, numbers[-1] + 1, g)
+    if isinstance(numbers, array):
+        return g if numbers == array(numbers.typecode, steps) else None
+    if isinstance(numbers, list):
+        return g if numbers == list(steps) else None
+    return None
 
 
 def invalid(

@@ -64,8 +64,8 @@ class Column:
 
     @classmethod
     def missing(cls, n: int) -> Column:
-        """A column of n slots without a value."""
-        return cls(array("d", bytes(8 * n)), bytearray(n))
+        """A column of n slots without a value (no mask while it has no slot)."""
+        return cls(array("d", bytes(8 * n)), bytearray(n) if n else None)
 
     def append(self, value: float | None) -> None:
         """One more slot; None: nothing logged there."""

@@ -18,10 +18,12 @@ Pure stdlib (the workload imports it inside the container).
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from perfgate.logs.formats import MAX_STEP, Record
 from perfgate.logs.formats.fields import milli
@@ -39,7 +41,7 @@ _DIGITS = re.compile(r"\d+")
 _OTHER = r"[^|A-DF-Za-df-z]*"
 # A value read: the characters of a number, or a signed nan/inf (twice as fast as NUM's
 # alternation); float() then accepts exactly the strings of these that NUM spells in full.
-_NUMBER = r"([-+.0-9eE]+|[-+]?(?:nan|NaN|inf))\s*"
+_NUMBER = r"([-+.0-9eE]+|[-+]?(?:nan|NaN|inf))"
 
 
 def _unit(per: float) -> int:
@@ -52,44 +54,70 @@ class Template:
     """One learned line shape of a dense kind, and how its groups become a record."""
 
     kind: str
-    head: re.Pattern[str]  # prefix (rank label group first, if any) + the anchor regex
-    fields: re.Pattern[str]  # the `| key: value` fields, matched from the anchor's end on
-    fields_at: int
-    labelled: bool  # the head's first group is the rank label
-    anchor_groups: int  # groups of the anchor regex, after the label group
+    # The whole line: prefix (rank label group first, if any), the anchor regex, the fields.
+    rx: re.Pattern[str]
+    labelled: bool
+    anchor: slice  # the anchor regex's groups among rx's
     names: tuple[str, ...]  # the record values read, in the order read() returns them
-    values: tuple[tuple[int, int, float], ...]  # (fields group, _unit code, unit) per name
-    step_keys: tuple[tuple[str, int], ...]  # (key, fields group) read for the step number
+    values: tuple[tuple[int, int, float], ...]  # (rx group, _unit code, unit) per name
+    step_keys: tuple[tuple[str, int], ...]  # (key, rx group) read for the step number
     step_of: Callable[[tuple[str | None, ...], dict[str, float]], int]
+    steps_of: Callable[[list[list[str]], dict[str, list[float]]], list[int]]
+    floats: tuple[int, ...]  # the rx groups that hold numbers
     checked: int = 0  # lines compared with the record path so far
 
     def read(self, line: str) -> tuple[int, int, list[float]] | None:
         """(rank or NO_RANK, step, values in names' order) of a line of this shape, or None."""
-        h = self.head.match(line)
-        if h is None:
+        m = self.rx.fullmatch(line)
+        if m is None:
             return None
-        f = self.fields.fullmatch(line, h.end() + self.fields_at)
-        if f is None:
-            return None
-        groups = h.groups()
-        rank = NO_RANK
-        if self.labelled:
-            rank = int(groups[0])
-            groups = groups[1:]
-        g = f.groups()
+        g = m.groups()
         try:
-            x = list(map(float, g))  # float's grammar for digits, point, exponent is NUM's
+            x = {i: float(g[i]) for i in self.floats}  # float's grammar is NUM's here
         except ValueError:  # characters of a number, but not one (1.2.3)
             return None
         values = [
-            x[i] if code == 0 else x[i] / per if code == 1 else milli(g[i])
+            x[i] if code == 0 else x[i] / per if code == 1 else milli(g[i] or "")
             for i, code, per in self.values
         ]
-        read = {key: x[i] for key, i in self.step_keys} if self.step_keys else {}
-        step = self.step_of(groups, read)
+        step = self.step_of(g[self.anchor], {key: x[i] for key, i in self.step_keys})
         if abs(step) > MAX_STEP:
             return None  # the record path drops it: let it say so
-        return rank, step, values
+        return (int(g[0] or 0) if self.labelled else NO_RANK), step, values
+
+    def columns(
+        self, found: list[re.Match[str]]
+    ) -> tuple[list[int], list[int], list[list[float]]] | None:
+        """(ranks, steps, value columns in names' order) of lines this template matched
+        (rx.fullmatch), or None when one holds no number where it must. Group extraction and
+        number conversion run in C, a column at a time."""
+
+        def column(i: int) -> list[str]:  # groups() index i is group i + 1
+            return list(map(re.Match.group, found, itertools.repeat(i + 1)))
+
+        text = {i: column(i) for i in {*self.floats, *(i for i, c, _ in self.values if c == 2)}}
+        try:
+            x = {i: list(map(float, text[i])) for i in self.floats}
+        except ValueError:
+            return None
+        values = [
+            x[i] if code == 0 else [v / per for v in x[i]] if code == 1 else _millis(text[i])
+            for i, code, per in self.values
+        ]
+        anchor = [column(i) for i in range(self.anchor.start, self.anchor.stop)]
+        steps = self.steps_of(anchor, {key: x[i] for key, i in self.step_keys})
+        if max(steps) > MAX_STEP or min(steps) < -MAX_STEP:
+            return None
+        ranks = list(map(int, column(0))) if self.labelled else [NO_RANK] * len(found)
+        return ranks, steps, values
+
+
+def _millis(texts: list[str]) -> list[float]:
+    """milli() of each text; plain decimals in C (`5444.9` + `e-3`), others one by one."""
+    try:
+        return list(map(float, map("{}e-3".format, texts)))
+    except ValueError:
+        return list(map(milli, texts))
 
 
 def learn(line: str, rec: Record) -> Template | None:
@@ -106,11 +134,11 @@ def learn(line: str, rec: Record) -> Template | None:
     head, labelled = _prefix(clean[:start])
     if head is None:
         return None
-    fields_at = end + dense.fields_at
-    parts = _fields(clean, fields_at)
+    parts = _fields(clean, end + dense.fields_at)
     if parts is None:
         return None
-    keys = [k for k, _ in parts]
+    lead, found_fields, trailer = parts
+    keys = [f.key for f in found_fields]
     last = {k: i for i, k in enumerate(keys)}  # a key given twice: the last one counts
     wanted: dict[int, tuple[int, float]] = {}  # field position -> (unit code, unit)
     names: dict[int, str] = {}
@@ -119,25 +147,36 @@ def learn(line: str, rec: Record) -> Template | None:
         if key is not None:
             wanted[last[key]], names[last[key]] = (_unit(per), per), name
     step_at = {last[k]: k for k in dense.step_keys if k in last}
-    group = {pos: g for g, pos in enumerate(sorted({*wanted, *step_at}))}  # position -> group
-    values = tuple((group[pos], code, per) for pos, (code, per) in wanted.items())
-    step_keys = tuple((key, group[pos]) for pos, key in step_at.items())
-    fields = "".join(
-        r"\|\s*" + re.escape(k) + r"\s*:\s*" + (_NUMBER if i in group else _OTHER)
-        for i, k in enumerate(keys)
-    )
-    tail = r"(?:\|\s*)?"
+    read = sorted({*wanted, *step_at})
+    # Groups: the label (if any), the anchor's, then the fields read, in field order.
+    first = int(labelled) + shape.regex.groups
+    group = {pos: first + g for g, pos in enumerate(read)}  # field position -> rx group
+    fields = [
+        r"\|"
+        + _blank(f.after_pipe)
+        + re.escape(f.key)
+        + _blank(f.before_colon)
+        + ":"
+        + _blank(f.after_colon)
+        + (_NUMBER + _blank(f.after_value) if i in group else _OTHER)
+        for i, f in enumerate(found_fields)
+    ]
+    if dense.fields_at == -1:  # the anchor ends with the first field's `|`: it is consumed
+        fields[0] = fields[0].removeprefix(r"\|")
+    tail = r"\|" + _blank(trailer[1:]) if trailer else ""  # "" or `|` and blanks
+    rx = head + "(?:" + shape.regex.pattern + ")" + _blank(lead) + "".join(fields) + tail
     t = Template(
         kind=shape.kind,
-        head=re.compile(head + "(?:" + shape.regex.pattern + ")", shape.regex.flags),
-        fields=re.compile(r"\s*" + fields + tail, re.DOTALL),
-        fields_at=dense.fields_at,
+        rx=re.compile(rx, shape.regex.flags),
         labelled=labelled,
-        anchor_groups=shape.regex.groups,
+        anchor=slice(int(labelled), first),
         names=tuple(names[pos] for pos in wanted),
-        values=values,
-        step_keys=step_keys,
+        values=tuple((group[pos], code, per) for pos, (code, per) in wanted.items()),
+        step_keys=tuple((key, group[pos]) for pos, key in step_at.items()),
         step_of=dense.step_of,
+        steps_of=dense.steps_of,
+        # The groups float() reads: milliseconds are read from their text (milli) instead.
+        floats=tuple(group[pos] for pos in read if pos in step_at or wanted[pos][0] != 2),
     )
     got = t.read(line)
     if got is None or not same(t, got, rec):
@@ -185,8 +224,20 @@ def _literal(text: str) -> str:
     return "".join(out) + re.escape(text[pos:])
 
 
-def _fields(line: str, pos: int) -> list[tuple[str, str]] | None:
-    """The (key, value) fields from pos to the line's end, when nothing else is there."""
+class _Field(NamedTuple):
+    """One `| key: value` field of a learned line, with the blanks around its parts."""
+
+    key: str
+    value: str
+    after_pipe: str
+    before_colon: str
+    after_colon: str
+    after_value: str
+
+
+def _fields(line: str, pos: int) -> tuple[str, list[_Field], str] | None:
+    """(blanks before the first `|`, the fields, what follows the last) from pos to the
+    line's end, when nothing else is there."""
     rest = line[pos:]
     lead = len(rest) - len(rest.lstrip())
     at = lead
@@ -194,9 +245,25 @@ def _fields(line: str, pos: int) -> list[tuple[str, str]] | None:
     for m in _FIELD.finditer(rest, lead):
         if m.start() != at:
             return None
-        out.append((m.group(1), m.group(2)))
+        colon = rest.index(":", m.end(1))
+        out.append(
+            _Field(
+                m.group(1),
+                m.group(2),
+                rest[m.start() + 1 : m.start(1)],
+                rest[m.end(1) : colon],
+                rest[colon + 1 : m.start(2)],
+                rest[m.end(2) : m.end()],
+            )
+        )
         at = m.end()
     trailer = rest[at:]
     if trailer.strip() not in ("", "|") or not out:
         return None
-    return out
+    return rest[:lead], out, trailer
+
+
+def _blank(text: str) -> str:
+    """The regex of blanks as the learned line has them: none or one exactly (a literal is
+    faster to match), more as any run of blanks (padded numbers change width)."""
+    return re.escape(text) if len(text) <= 1 else r"\s*"

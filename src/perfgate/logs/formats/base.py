@@ -64,6 +64,8 @@ Builder = Callable[[Span], Record | None]
 # A dense shape's step number from its anchor's groups and the step fields read (e.g. NeMo 2's
 # global_step); the builder uses the same function, so both ways agree.
 StepOf = Callable[[tuple[str | None, ...], dict[str, float]], int]
+# The same for many lines at once: the anchor's groups and the step fields as columns.
+StepsOf = Callable[[list[list[str]], dict[str, list[float]]], list[int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,7 @@ class Dense:
 
     values: tuple[tuple[str, tuple[str, ...], float], ...]
     step_of: StepOf
+    steps_of: StepsOf  # step_of over columns (the template lane's bulk reads)
     step_keys: tuple[str, ...] = ()
     fields_at: int = 0
 

@@ -49,6 +49,10 @@ def _step_of(groups: tuple[str | None, ...], read: dict[str, float]) -> int:
     return int(groups[0] or 0) - 1  # Megatron numbers iterations from 1 (completed steps)
 
 
+def _steps_of(anchor: list[list[str]], read: dict[str, list[float]]) -> list[int]:
+    return [int(s) - 1 for s in anchor[0]]
+
+
 DENSE = Dense(
     values=(
         ("step_time_s", ("elapsed time per iteration (ms)",), 1000.0),
@@ -57,9 +61,9 @@ DENSE = Dense(
         ("loss", ("lm loss", "loss"), 1.0),
         ("grad_norm", ("grad norm",), 1.0),
         ("nan_iterations", ("number of nan iterations",), 1.0),
-        ("skipped_iterations", ("number of skipped iterations",), 1.0),
     ),
     step_of=_step_of,
+    steps_of=_steps_of,
     fields_at=-1,
 )
 

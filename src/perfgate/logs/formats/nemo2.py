@@ -32,6 +32,15 @@ def _step_of(groups: tuple[str | None, ...], read: dict[str, float]) -> int:
     return int(gs) if gs is not None and math.isfinite(gs) else int(groups[1] or 0)
 
 
+def _steps_of(anchor: list[list[str]], read: dict[str, list[float]]) -> list[int]:
+    gs = read.get("global_step")
+    if gs is None:
+        return list(map(int, anchor[1]))
+    if math.isfinite(sum(gs)):  # C speed: inf or NaN when one is
+        return list(map(int, gs))
+    return [_step_of((None, it), {"global_step": g}) for it, g in zip(anchor[1], gs, strict=True)]
+
+
 DENSE = Dense(
     values=(
         ("step_time_s", ("train_step_timing in s",), 1.0),
@@ -44,6 +53,7 @@ DENSE = Dense(
         ("mem_allocated_gib", ("memory_allocated",), GIB),
     ),
     step_of=_step_of,
+    steps_of=_steps_of,
     step_keys=("global_step",),
 )
 
