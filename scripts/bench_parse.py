@@ -121,7 +121,8 @@ def bench_dense(tmp: str, steps: int, fmt: str) -> None:
     assert series.step_times == expected, "dense step times differ from the ones written"
     assert series.step_numbers == list(range(steps))
     print(
-        f"dense {fmt} log: {steps / cpu:,.0f} step lines/s of CPU ({cpu:.2f} s; wall {wall:.2f} s), "
+        f"dense {fmt} log: {steps / cpu:,.0f} step lines/s of CPU ({cpu:.2f} s; "
+        f"wall {wall:.2f} s), "
         f"{held_bytes(series) / steps:.0f} bytes per step held, peak RSS {peak_mib:.0f} MiB "
         f"({grown / steps:.0f} bytes per step over the start)"
     )
