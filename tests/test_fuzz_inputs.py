@@ -191,6 +191,8 @@ def _nemo2_steps(times: list[str], first: int = 45) -> bytes:
     return "".join(line.format(i=first + k, t=t) for k, t in enumerate(times)).encode()
 
 
+D5000 = b"9" * 5000
+
 NAMED_LOGS: dict[str, tuple[bytes, int]] = {  # content, expected exit status
     "empty": (b"", 2),
     "binary": (random.Random(SEED).randbytes(1 << 20), 2),
@@ -219,6 +221,14 @@ NAMED_LOGS: dict[str, tuple[bytes, int]] = {  # content, expected exit status
     "1e300 step times": (_nemo2_steps(["1e300", "2e300"] * 10), 0),
     "1.7e308 step times": (_nemo2_steps(["1.7e308"] * 20), 0),
     "a conflicting repeat": (_nemo2_steps(["6.0"] * 10) + _nemo2_steps(["99"], 54), 0),
+    # int() of more than 4300 digits raises: step numbers and ranks are bounded first.
+    "a 5000-digit step": (MEGATRON.replace(b"iteration       44/", b"iteration " + D5000 + b"/"),
+                          0),
+    "a 5000-digit global_step": (
+        NEMO2.replace(b"global_step: 47", b"global_step: " + D5000)
+        .replace(b"iteration 47/", b"iteration " + D5000 + b"/"), 0),
+    "a 5000-digit TorchTitan step": (TITAN.replace(b"step: 250", b"step: " + D5000), 0),
+    "a 5000-digit rank": (BRIDGE.replace(b"Step Time", b"[Rank " + D5000 + b"] Step Time", 1), 0),
 }  # fmt: skip
 
 

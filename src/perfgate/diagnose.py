@@ -24,6 +24,7 @@ TAIL_LINES = 60
 MAX_EVIDENCE = 400
 READ_BYTES = 512 * 1024  # NCCL INFO floods make logs huge: the end is what matters
 MAX_EXCEPTION_LINE = 4096
+MAX_TASKS = 100_000  # task ids failing_tasks lists at most
 
 
 @dataclass(frozen=True)
@@ -144,8 +145,13 @@ def failing_tasks(text: str) -> list[int]:
     for m in SRUN_TASK_EXIT.finditer(text):
         for part in m.group(2).split(","):
             lo, _, hi = part.partition("-")
-            if lo.isdigit():
-                out.extend(range(int(lo), int(hi or lo) + 1))
+            hi = hi or lo
+            # No job has a million tasks: a bigger id or range is a corrupt line, not a list
+            # to build (`tasks 0-99999999999999` would never end; 5000 digits raise).
+            if lo.isdigit() and hi.isdigit() and len(lo) <= 7 and len(hi) <= 7:
+                out.extend(range(int(lo), min(int(hi), int(lo) + MAX_TASKS) + 1))
+            if len(out) > MAX_TASKS:
+                return out[:MAX_TASKS]
     return out
 
 

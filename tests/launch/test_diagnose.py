@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from perfgate.diagnose import diagnose, failing_tasks
@@ -289,3 +291,14 @@ def test_a_workload_that_exits_1_is_its_own_cause_not_the_kill_it_caused():
     # A kill alone is still a kill.
     d = diagnose("FAILED", None, [("b.err", tail.splitlines()[3])], job_id="4242")
     assert d.cause == "CANCELLED"
+
+
+def test_task_ids_of_a_corrupt_srun_line_are_bounded():
+    text = (
+        "srun: error: n1: tasks 0-99999999999999: Exited with exit code 1\n"
+        f"srun: error: n1: task {'9' * 5000}: Exited with exit code 1\n"
+        "srun: error: n1: tasks 3-5,7: Exited with exit code 1\n"
+    )
+    start = time.monotonic()
+    assert failing_tasks(text) == [3, 4, 5, 7]
+    assert time.monotonic() - start < 5

@@ -34,6 +34,12 @@ class Record:
     seq: int = 0  # position among all records of the file
 
 
+def integer(text: str) -> int:
+    """A logged step number or count (digits): one of more digits than any run logs reads as
+    beyond MAX_STEP, so its record is dropped (int() of a 4300-digit string raises)."""
+    return int(text) if len(text) <= 18 else 10 * MAX_STEP
+
+
 def number(text: str) -> float | None:
     """The leading number of a logged value (`1.249e+03`, `2e+3`, `nan`, `5,856`), else None."""
     m = NUM_RE.match(text.strip().replace(",", ""))

@@ -21,6 +21,7 @@ from perfgate.logs.formats.base import (
     Record,
     Shape,
     Span,
+    integer,
     rank_key,
 )
 from perfgate.logs.formats.fields import GIB, pipe_fields, put, put_dense
@@ -31,9 +32,9 @@ STEP_TIME = "step_time"  # Megatron-Bridge `Step Time : X.XXs ...` line (no step
 MEMORY = "memory"  # Megatron `[Rank r] (after N iterations) memory (GB|MB) | ...` line
 
 _ITERATION = re.compile(r"iteration\s+(\d+)/\s*(\d+)\s*\|")
-_STEP_TIME = re.compile(r"(?:\[Rank (\d+)\]\s*)?Step Time\s*:\s*(" + NUM + r")\s*s")
+_STEP_TIME = re.compile(r"(?:\[Rank (\d{1,6})\]\s*)?Step Time\s*:\s*(" + NUM + r")\s*s")
 # 2020 Megatron-LM printed `after 100 iterations memory (MB) | ... | max cached: ...`.
-_MEMORY = re.compile(r"(?:\[Rank (\d+)\]\s*)?\(?after (\d+) iterations\)? memory \((GB|MB)\)")
+_MEMORY = re.compile(r"(?:\[Rank (\d{1,6})\]\s*)?\(?after (\d+) iterations\)? memory \((GB|MB)\)")
 _GPU_UTIL = re.compile(r"\s*GPU utilization:\s*(" + NUM + r")\s*(?:MODEL_)?TFLOP/s/GPU")
 # Megatron-LM 2019-2020 (pretrain_gpt2.py): `| learning rate 1.210E-04 | lm loss 1.112287E-01 |`.
 _LM_LOSS_NO_COLON = re.compile(r"\|\s*lm loss (" + NUM + r")\s*\|")
@@ -46,11 +47,11 @@ _MEM_FIELDS = ("mem_allocated_gib", "mem_peak_gib", "mem_reserved_gib")
 
 
 def _step_of(groups: tuple[str | None, ...], read: dict[str, float]) -> int:
-    return int(groups[0] or 0) - 1  # Megatron numbers iterations from 1 (completed steps)
+    return integer(groups[0] or "0") - 1  # Megatron numbers iterations from 1 (completed steps)
 
 
 def _steps_of(anchor: list[list[str]], read: dict[str, list[float]]) -> list[int]:
-    return [int(s) - 1 for s in anchor[0]]
+    return [integer(s) - 1 for s in anchor[0]]
 
 
 DENSE = Dense(
@@ -107,7 +108,7 @@ def _memory(span: Span) -> Record:
         put(v, "mem_peak_gib", f.get("max allocated"), _GIB_PER_MB)
         put(v, "mem_reserved_gib", f.get("max reserved") or f.get("max cached"), _GIB_PER_MB)
     rank = int(m.group(1)) if m.group(1) else None
-    return Record(MEMORY, int(m.group(2)) - 1, v, rank=rank)
+    return Record(MEMORY, integer(m.group(2)) - 1, v, rank=rank)
 
 
 def pair_step_time(

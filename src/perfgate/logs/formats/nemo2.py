@@ -17,6 +17,7 @@ from perfgate.logs.formats.base import (
     Shape,
     Span,
     count_of,
+    integer,
     records_of,
 )
 from perfgate.logs.formats.fields import GIB, pipe_fields, put, put_dense
@@ -29,13 +30,13 @@ _PROGRESS = re.compile(r"Training epoch (\d+), iteration (\d+)/(\d+)")
 def _step_of(groups: tuple[str | None, ...], read: dict[str, float]) -> int:
     # global_step is monotonic across epochs; `iteration` restarts at 0 in every epoch.
     gs = read.get("global_step")
-    return int(gs) if gs is not None and math.isfinite(gs) else int(groups[1] or 0)
+    return int(gs) if gs is not None and math.isfinite(gs) else integer(groups[1] or "0")
 
 
 def _steps_of(anchor: list[list[str]], read: dict[str, list[float]]) -> list[int]:
     gs = read.get("global_step")
     if gs is None:
-        return list(map(int, anchor[1]))
+        return list(map(integer, anchor[1]))
     if math.isfinite(sum(gs)):  # C speed: inf or NaN when one is
         return list(map(int, gs))
     return [_step_of((None, it), {"global_step": g}) for it, g in zip(anchor[1], gs, strict=True)]
