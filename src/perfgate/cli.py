@@ -183,7 +183,9 @@ def _add_parse_command(sub: argparse._SubParsersAction) -> None:
         summary = {k: logs.jsonable(v) for k, v in logs.summarize(series).items()}
         try:
             steady = stats.summarize_run(
-                series.step_times, window, step_numbers=series.step_numbers
+                series.step_times,
+                window,
+                step_numbers=series.steps.numbers,  # type: ignore[attr-defined]  # StepTable
             )
         except PerfgateError as e:  # e.g. a negative step time: name the log it came from
             raise PerfgateError(f"{', '.join(args.logs)}: {e}") from None

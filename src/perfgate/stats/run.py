@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -222,7 +223,12 @@ def summarize_run(
     if scale != 1.0:
         values = [x * scale for x in values]
     n = len(values)
-    numbers = range(n) if step_numbers is None else [int(s) for s in step_numbers]
+    if step_numbers is None:
+        numbers: Sequence[int] = range(n)
+    elif isinstance(step_numbers, array | range):  # integers already: no copy of a long run
+        numbers = step_numbers
+    else:
+        numbers = [int(s) for s in step_numbers]
     if len(numbers) != n:
         raise PerfgateError(f"step_numbers has {len(numbers)} entries for {n} step times")
     fixed = _parse_window(window)
