@@ -42,7 +42,10 @@ def stored_summary(run: Mapping[str, Any], window: stats.Window) -> stats.RunSum
         s = run.get("summary")
         if not s:
             return None
-        return stats.RunSummary(**{k: math.nan if v is None else v for k, v in s.items()})
+        floats = ("median_s", "mean_s", "se_s", "cv", "spike_fraction", "drift")
+        return stats.RunSummary(  # JSON holds a NaN as null
+            **{k: math.nan if v is None and k in floats else v for k, v in s.items()}
+        )
     times = [t for _, t in run.get("steps") or ()]
     try:
         return stats.summarize_run(times, window) if times else None
