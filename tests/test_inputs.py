@@ -159,7 +159,8 @@ def test_knobs_are_recorded_and_every_other_value_is_masked():
     ]  # fmt: skip
     # Credential-like names are redacted from log text like secrets, and so are the values
     # of every variable hide() named (the user's --env variables that are not knobs).
-    environ = {"NGC_KEY": "ngc-secret-1", "MINE": "mine-value-2", "NCCL_DEBUG": "WARNING"}
+    # (hide() lasts as long as the process: a name no other test hides)
+    environ = {"NGC_KEY": "ngc-secret-1", "MINE_TI": "mine-value-2", "NCCL_DEBUG": "WARNING"}
     assert secrets.redact("k=ngc-secret-1 m=mine-value-2", environ) == "k=*** m=mine-value-2"
-    secrets.hide(["MINE"])
+    secrets.hide(["MINE_TI"])
     assert secrets.redact("m=mine-value-2 d=WARNING", environ) == "m=*** d=WARNING"
