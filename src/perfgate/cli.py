@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -30,30 +30,6 @@ from perfgate.stats import (
 )
 from perfgate.stats.files import read_run
 from perfgate.suite import listing
-
-
-def _emit_parse_json(series: logs.StepSeries, summary: dict[str, Any]) -> None:
-    """`perfgate parse --json`: what _emit prints for logs.to_dict(series) with the summary,
-    byte for byte, written a step at a time (a million-step log never sits in memory twice)."""
-    out = sys.stdout
-    out.write("{\n" + f'  "format": {json.dumps(series.format)},\n  "steps": [')
-    first = True
-    for step in logs.step_dicts(series):
-        text = json.dumps(step, indent=2, allow_nan=False, default=str)
-        out.write(("\n" if first else ",\n") + "    " + text.replace("\n", "\n    "))
-        first = False
-    out.write("\n  ],\n" if not first else "],\n")
-    body = json.dumps({"summary": summary}, indent=2, allow_nan=False, default=str)
-    out.write(body[body.index('"summary"') - 2 :] + "\n")
-
-
-def _peaks(series: logs.StepSeries) -> Iterator[float | None]:
-    """Each step's peak memory (allocated, else reserved), from the columns."""
-    fields = series.steps.fields  # type: ignore[attr-defined]  # a StepTable
-    peak, reserved = fields.get("mem_peak_gib"), fields.get("mem_reserved_gib")
-    for i in range(len(series.steps)):
-        p = peak.get(i) if peak is not None else None
-        yield p if p is not None or reserved is None else reserved.get(i)
 
 
 def _emit(data: dict[str, Any], as_json: bool) -> None:
@@ -193,7 +169,7 @@ def _add_parse_command(sub: argparse._SubParsersAction) -> None:
             steady = replace(steady, steady=False, reason=f"invalid run: {series.invalid_reason}")
         summary["steady_state"] = stats.json_ready(asdict(steady))
         if args.json:
-            _emit_parse_json(series, summary)
+            logs.write_json(series, summary, sys.stdout)
             return 0
         hidden = ("notes", "reported", "steady_state")
         _emit({k: v for k, v in summary.items() if k not in hidden}, False)
@@ -205,7 +181,7 @@ def _add_parse_command(sub: argparse._SubParsersAction) -> None:
             print(f"note: {printable(note)}")
         cols = ("step", "step_time_s", "tflops_per_gpu", "peak_memory_gib", "loss", "grad_norm")
         print("  ".join(f"{c:>14}" for c in cols))
-        peaks = _peaks(series)
+        peaks = logs.peak_memory_per_step(series)
         out = sys.stdout
         for step, peak in zip(logs.step_dicts(series), peaks, strict=True):
             row = {**step, "peak_memory_gib": peak}

@@ -26,11 +26,12 @@ Rules the parser applies, each reported in StepSeries.notes when it fires:
 from __future__ import annotations
 
 import io
+import json
 import math
 import statistics
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from perfgate.errors import LogParseError
 from perfgate.logs import assemble, chain, collect
@@ -46,10 +47,12 @@ __all__ = [
     "log_interval_of",
     "parse_files",
     "parse_text",
+    "peak_memory_per_step",
     "renumber",
     "step_dicts",
     "summarize",
     "to_dict",
+    "write_json",
 ]
 
 
@@ -170,3 +173,26 @@ def _text_lines(text: str | bytes) -> Iterable[str]:
     data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)
     # Text held in memory is whole: its last line is not a cut one (see parse_files).
     return LineScanner(io.BytesIO(data if data.endswith((b"\n", b"\r")) else data + b"\n"))
+
+
+def write_json(series: StepSeries, summary: dict[str, Any], out: TextIO) -> None:
+    """json.dumps({"format", "steps", "summary"}, indent=2) of to_dict(series) with this summary,
+    byte for byte, written a step at a time (a million-step log never sits in memory twice)."""
+    out.write("{\n" + f'  "format": {json.dumps(series.format)},\n  "steps": [')
+    first = True
+    for step in step_dicts(series):
+        text = json.dumps(step, indent=2, allow_nan=False, default=str)
+        out.write(("\n" if first else ",\n") + "    " + text.replace("\n", "\n    "))
+        first = False
+    out.write("\n  ],\n" if not first else "],\n")
+    body = json.dumps({"summary": summary}, indent=2, allow_nan=False, default=str)
+    out.write(body[body.index('"summary"') - 2 :] + "\n")
+
+
+def peak_memory_per_step(series: StepSeries) -> Iterator[float | None]:
+    """Each step's Step.peak_memory_gib (allocated, else reserved), from the columns."""
+    fields = series.steps.fields  # type: ignore[attr-defined]  # a StepTable
+    peak, reserved = fields.get("mem_peak_gib"), fields.get("mem_reserved_gib")
+    for i in range(len(series.steps)):
+        p = peak.get(i) if peak is not None else None
+        yield p if p is not None or reserved is None else reserved.get(i)
