@@ -6,10 +6,13 @@ line carries its rank label, NCCL INFO lines (real line shapes) are well over 90
 bytes, banners carry invalid UTF-8, rank 0 prints `Step Time` lines and the last rank the
 iteration lines, and dp-rank-0 ranks print memory reports. Scenario 2 is the worst case for
 candidate lines: every rank prints its own step line (TorchTitan, torchrun `[rankN]:`
-labels). Each log is written to a temp dir, parsed, and the steps found are checked
-against the ones written.
+labels). Scenario 0 is a dense log of one long pretraining run: one NeMo 2 or Megatron line per
+step and nothing else (--dense-steps of them): step lines per second of CPU time, the bytes
+per step the parsed columns hold and the process's peak RSS. Each log is written to a temp
+dir, parsed, and the steps found are checked against the ones written.
 
     python scripts/bench_parse.py [--size-mb 400] [--ranks 1000] [--steps 200] [--repeat 3]
+                                  [--dense-steps 1000000] [--dense-format nemo2|megatron]
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import sys
 import tempfile
 import time
@@ -54,6 +58,75 @@ MEMORY = (
     "mem-max-allocated-gigabytes: 116.45 | mem-max-reserved-gigabytes: 127.05 | "
     "mem-alloc-retires: 0 | mem-allocated-count: 594"
 )
+
+
+NEMO2 = (
+    "Training epoch 0, iteration {i}/{n} | lr: 6.897e-06 | global_batch_size: 128 | "
+    "global_step: {i} | max_memory_reserved: 127785762816 | max_memory_allocated: 115792977920 | "
+    "reduced_train_loss: 11.96 | train_step_timing in s: {t:.4f} | TFLOPS_per_GPU: 1.249e+03 | "
+    "consumed_samples: {cs}\n"
+)
+MEGATRON = (
+    " [2024-04-06 02:59:36] iteration {it:8d}/{n:8d} | consumed samples: {cs:12d} | elapsed "
+    "time per iteration (ms): {ms:.1f} | throughput per GPU (TFLOP/s/GPU): 239.8 | learning "
+    "rate: 8.600000E-06 | global batch size:   128 | lm loss: 1.825991E+00 | loss scale: 1.0 | "
+    "grad norm: 1.426 | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+)
+
+
+def write_dense(path: Path, steps: int, fmt: str, seed: int = 0) -> list[float]:
+    """One line per step, nothing else; return the step times (s) written."""
+    rng = random.Random(seed)
+    times = []
+    with path.open("w") as f:
+        for i in range(steps):
+            t = 6.0 + rng.gauss(0, 0.03)
+            if fmt == "nemo2":
+                t = float(f"{t:.4f}")
+                f.write(NEMO2.format(i=i, n=steps, t=t, cs=128 * (i + 1)))
+            else:
+                ms = float(f"{t * 1000:.1f}")
+                t = float(f"{ms:.1f}e-3")
+                f.write(MEGATRON.format(it=i + 1, n=steps, cs=128 * (i + 1), ms=ms))
+            times.append(t)
+    return times
+
+
+def held_bytes(series: logs.StepSeries) -> int:
+    """Bytes of the arrays a parsed series holds (its columns)."""
+    table = series.steps
+    arrays = [table.numbers, table.times, table.ranks]  # type: ignore[attr-defined]
+    for col in table.fields.values():  # type: ignore[attr-defined]
+        arrays.append(col.values)
+        if col.mask is not None:
+            arrays.append(col.mask)
+    return sum(len(a) * getattr(a, "itemsize", 1) for a in arrays)
+
+
+def bench_dense(tmp: str, steps: int, fmt: str) -> None:
+    """Scenario 0: parse a dense log; print step lines/s, bytes per step and peak RSS."""
+    path = Path(tmp) / f"dense-{fmt}.log"
+    t0 = time.perf_counter()
+    expected = write_dense(path, steps, fmt)
+    size = path.stat().st_size
+    print(
+        f"wrote {size / 1e6:.0f} MB ({steps} {fmt} step lines) in {time.perf_counter() - t0:.1f} s"
+    )
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    cpu, wall = time.process_time(), time.perf_counter()
+    series = logs.parse_files([path])
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) * 1024
+    assert series.step_times == expected, "dense step times differ from the ones written"
+    assert series.step_numbers == list(range(steps))
+    print(
+        f"dense {fmt} log: {steps / cpu:,.0f} step lines/s of CPU ({cpu:.2f} s; "
+        f"wall {wall:.2f} s), "
+        f"{held_bytes(series) / steps:.0f} bytes per step held, peak RSS {peak_mib:.0f} MiB "
+        f"({grown / steps:.0f} bytes per step over the start)"
+    )
+    path.unlink()
 
 
 def flood_block(ranks: int, rng: random.Random, target_bytes: int) -> bytes:
@@ -150,9 +223,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=3, help="parse this many times; best is kept")
     ap.add_argument("--dir", default=None, help="where to write the log (default: a temp dir)")
+    ap.add_argument("--dense-steps", type=int, default=1_000_000, help="0: skip scenario 0")
+    ap.add_argument("--dense-format", choices=("nemo2", "megatron"), default="nemo2")
+    ap.add_argument("--only-dense", action="store_true", help="scenario 0 alone")
     args = ap.parse_args(argv)
 
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        if args.dense_steps:  # first: the peak RSS is the process's, scenario 1 would set it
+            bench_dense(tmp, args.dense_steps, args.dense_format)
+        if args.only_dense:
+            return 0
         path = Path(tmp) / "slurm-allranks.out"
         t0 = time.perf_counter()
         expected = write_log(path, args.size_mb, args.ranks, args.steps)

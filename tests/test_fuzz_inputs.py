@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -190,6 +191,8 @@ def _nemo2_steps(times: list[str], first: int = 45) -> bytes:
     return "".join(line.format(i=first + k, t=t) for k, t in enumerate(times)).encode()
 
 
+D5000 = b"9" * 5000
+
 NAMED_LOGS: dict[str, tuple[bytes, int]] = {  # content, expected exit status
     "empty": (b"", 2),
     "binary": (random.Random(SEED).randbytes(1 << 20), 2),
@@ -212,6 +215,20 @@ NAMED_LOGS: dict[str, tuple[bytes, int]] = {  # content, expected exit status
     "a 400-digit step": (MEGATRON.replace(b"iteration       44/", b"iteration 9" + b"9" * 399), 0),
     "a 400-digit TorchTitan step": (TITAN.replace(b"step: 250", b"step: " + b"9" * 400), 0),
     "Bridge iteration line without its time": (BRIDGE.replace(b"(ms): 43824.6", b"(ms): x"), 0),
+    # Tracebacks before #24: float('--inf') (NUM matched it), OverflowError in MSER-5 and
+    # in the mean of the summary.
+    "a --inf step time": (_nemo2_steps(["6.0"] * 19 + ["--inf"]), 0),
+    "1e300 step times": (_nemo2_steps(["1e300", "2e300"] * 10), 0),
+    "1.7e308 step times": (_nemo2_steps(["1.7e308"] * 20), 0),
+    "a conflicting repeat": (_nemo2_steps(["6.0"] * 10) + _nemo2_steps(["99"], 54), 0),
+    # int() of more than 4300 digits raises: step numbers and ranks are bounded first.
+    "a 5000-digit step": (MEGATRON.replace(b"iteration       44/", b"iteration " + D5000 + b"/"),
+                          0),
+    "a 5000-digit global_step": (
+        NEMO2.replace(b"global_step: 47", b"global_step: " + D5000)
+        .replace(b"iteration 47/", b"iteration " + D5000 + b"/"), 0),
+    "a 5000-digit TorchTitan step": (TITAN.replace(b"step: 250", b"step: " + D5000), 0),
+    "a 5000-digit rank": (BRIDGE.replace(b"Step Time", b"[Rank " + D5000 + b"] Step Time", 1), 0),
 }  # fmt: skip
 
 
@@ -240,7 +257,8 @@ def test_crlf_logs_give_the_same_step_times(log, tmp_path, capsys):
     assert times[0][:2] in ([6.08, 6.061], [5.4449, 5.5338])
 
 
-_NUMBERS = [b"nan", b"-1", b"1e999", b"inf", b"", b"0", b"-0.0", b"9" * 400, b"1.2.3", b"\xff"]
+_NUMBERS = [b"nan", b"-1", b"1e999", b"inf", b"", b"0", b"-0.0", b"9" * 400, b"1.2.3", b"\xff",
+            b"--inf", b"1e300", b"2."]  # fmt: skip
 
 
 def _mutate_log(rng: random.Random, text: bytes) -> bytes:
@@ -360,3 +378,138 @@ def test_as_a_process_bad_input_is_one_line_and_exit_2(argv, problem, tmp_path):
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
     assert problem in err and str(tmp_path) in err
     assert wall_s < 30 and rss_mib < 180
+
+
+# --- hostile and broken logs through a whole replay session ---------------------------------
+#
+# One `pytest --replay` session as the user runs it (a subprocess, --html and --junitxml), a
+# row per log: the plot, the report, results.json, JUnit, the history and the failure
+# diagnosis all see every log, in bounded time and memory. Each of these hung the session,
+# crashed it (INTERNALERROR, half the verdicts), misled the verdict or reached the terminal.
+
+_RUN_PYTEST_AND_REPORT_HWM = _RUN_AND_REPORT_HWM.replace(
+    "sys.argv = ['perfgate', *sys.argv[1:]]\n"
+    "runpy.run_module('perfgate', run_name='__main__', alter_sys=True)\n",
+    "import pytest\nsys.exit(pytest.main(sys.argv[1:]))\n",
+)
+DENSE_STEPS = 200_000
+
+
+def _steps(times: list[str], first: int = 0) -> bytes:
+    return _nemo2_steps(times, first)
+
+
+def _clean(n: int = 60) -> list[str]:
+    rng = random.Random(SEED)
+    return [f"{6.0 + rng.gauss(0, 0.01):.4f}" for _ in range(n)]
+
+
+def _dense(n: int) -> bytes:
+    rng = random.Random(SEED)
+    return b"".join(_steps([f"{6.0 + rng.gauss(0, 0.01):.4f}"], i) for i in range(n))
+
+
+def _cut_line() -> bytes:
+    """Step 60's line, cut while written: `... train_step_timing in s: 2.` (2.5), no break."""
+    line = _steps(["2.5"], 60)
+    return line[: line.index(b"in s: 2.") + len(b"in s: 2.")]
+
+
+def _session_logs() -> dict[str, tuple[bytes, str, str | None]]:
+    """variant -> (log, expected verdict, expected INFRA cause)."""
+    clean = _clean()
+    oom = b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB.\n"
+    return {
+        "nan0": (_steps(["nan", *clean[1:]]), "INFRA", "NAN"),  # passed as warm-up, or crashed
+        "inf": (_steps([*clean[:30], "inf", *clean[31:]]), "INFRA", "NAN"),  # hung the plot
+        "e400": (_steps([*clean[:30], "1e400", *clean[31:]]), "INFRA", "NAN"),
+        "e300": (_steps([*clean[:30], "1e300", *clean[31:]]), "PASS", None),  # OverflowError
+        "all-e300": (_steps(["1e300"] * 60), "REGRESSION", None),
+        "long-line": (  # a 100 kB line without a break took minutes of regex
+            _steps(clean[:20]) + b"x" * 100_000 + b"\n" + oom,
+            "INFRA",
+            "OOM",
+        ),
+        "duplicate": (  # a second copy at 99 s was a +3608% REGRESSION
+            _steps(clean[:31]) + _steps(["99.0"], 30) + _steps(clean[31:], 31),
+            "INFRA",
+            "BAD_LOG",
+        ),
+        "truncated": (_steps(clean) + _cut_line(), "PASS", None),  # `in s: 2.` read as 2.0
+        "digits": (  # 400-digit step numbers
+            _steps(clean).replace(b"iteration ", b"iteration 9" + b"9" * 399 + b"0"),
+            "PASS",
+            None,
+        ),
+        "escapes": (
+            b"\x1b[2J\x1b[H===== 57 passed =====\n\x1b]52;c;eA==\x07\n" + oom,
+            "INFRA",
+            "OOM",
+        ),
+        "dense": (_dense(DENSE_STEPS), "PASS", None),
+    }
+
+
+def test_hostile_logs_go_through_a_whole_replay_session(tmp_path):
+    from perfgate import catalog
+    from perfgate.catalog import Baseline, Provenance, Row, canonical_id
+
+    for name in ("conftest.py", "pytest.ini"):
+        (tmp_path / name).write_bytes((REPO / name).read_bytes())
+    subprocess.run(["cp", "-r", str(REPO / "benchmarks"), str(tmp_path)], check=True)
+    logs = _session_logs()
+    rows = []
+    for variant, (data, _, _) in logs.items():
+        row = Row(
+            id="", task="pretrain", model="nemotron4_15b", gpu="h100", precision="bf16",
+            num_gpus=64, gpus_per_node=8, gbs=256, mbs=2, seq_len=4096, tp=2, variant=variant,
+            baseline=Baseline(step_time_s=6.0, provenance=Provenance(source="t"), tolerance=0.1),
+        )  # fmt: skip
+        row = replace(row, id=canonical_id(row))
+        rows.append(row)
+        log = tmp_path / "logs" / row.id / "log-run.out"
+        log.parent.mkdir(parents=True)
+        log.write_bytes(data)
+    (tmp_path / "baselines").mkdir()
+    (tmp_path / "baselines" / "h100.json").write_text(catalog.dump_rows(rows))
+    argv = ["-p", "no:cacheprovider", "--replay", "logs", "--html", "report.html",
+            "--self-contained-html", "--junitxml", "junit.xml", "--noise-cv", "0.005",
+            "--noise-df", "20"]  # fmt: skip
+    start = time.monotonic()
+    with tempfile.NamedTemporaryFile("r") as hwm:
+        proc = subprocess.run(
+            [sys.executable, "-c", _RUN_PYTEST_AND_REPORT_HWM, *argv],
+            cwd=tmp_path,
+            capture_output=True,
+            env={**os.environ, "HWM_FILE": hwm.name},
+            timeout=600,
+        )
+        rss_mib = float(hwm.read() or "inf") / 1024
+    wall_s = time.monotonic() - start
+    out = proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace")
+    assert proc.returncode == 1, out[-3000:]  # failures and errors, not INTERNALERROR (3)
+    assert "INTERNALERROR" not in out and "Traceback" not in out, out[-3000:]
+    assert "\x1b" not in out and "\\x1b[2J" in out
+    records = json.loads((tmp_path / "perfgate-results" / "results.json").read_text())["rows"]
+    got = {}
+    for row in rows:
+        rec = records[row.id]
+        got[row.variant] = (rec["verdict"], (rec.get("diagnosis") or {}).get("cause"))
+    assert got == {v: (verdict, cause) for v, (_, verdict, cause) in logs.items()}
+    junit = (tmp_path / "junit.xml").read_text()
+    assert junit.count("<testcase ") >= len(rows)
+    report = (tmp_path / "report.html").read_text()
+    assert all(row.id in report for row in rows) and len(report) < 5_000_000
+    dense = next(r for r in rows if r.variant == "dense")
+    assert records[dense.id]["runs"][0]["n_steps"] == DENSE_STEPS
+    truncated = next(r for r in rows if r.variant == "truncated")
+    assert records[truncated.id]["measured"]["n_steps"] == 60
+    # The report re-renders from results.json alone.
+    again = tmp_path / "again.html"
+    code, err, _, _ = _process(
+        ["report", str(tmp_path / "perfgate-results" / "results.json"), "--html", str(again)], 120
+    )
+    assert code == 0 and err == "" and all(row.id in again.read_text() for row in rows), err
+    assert wall_s < 300, wall_s
+    assert rss_mib < 400, rss_mib
+    print(f"replay session: {len(rows)} hostile logs, {wall_s:.0f} s, {rss_mib:.0f} MiB peak")

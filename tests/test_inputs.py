@@ -137,3 +137,30 @@ def test_strict_json_reads_plain_json():
         "x",
         {"a": [True, None]},
     ]
+
+
+def test_knobs_are_recorded_and_every_other_value_is_masked():
+    from perfgate import secrets
+
+    for name in ("NCCL_DEBUG", "NVTE_FUSED_ATTN", "CUDA_DEVICE_MAX_CONNECTIONS", "FI_PROVIDER",
+                 "PYTORCH_CUDA_ALLOC_CONF", "TORCH_NCCL_AVOID_RECORD_STREAMS", "UB_SKIPMC",
+                 "OMP_NUM_THREADS", "TOKENIZERS_PARALLELISM"):  # fmt: skip
+        assert secrets.is_knob(name), name
+    for name in ("NGC_KEY", "DB_PASS", "SMTP_PW", "NCCL_KEY", "NEMO_API_KEY", "HF_TOKEN",
+                 "MY_SETTING", "PATH", "PWD", "nccl_debug"):  # fmt: skip
+        assert not secrets.is_knob(name), name
+    assert secrets.recorded({"NCCL_DEBUG": "INFO", "NGC_KEY": "x"}) == {
+        "NCCL_DEBUG": "INFO",
+        "NGC_KEY": "***",
+    }
+    argv = ["-m", "h100", "--env", "NGC_KEY=abc", "--env=DB_PASS=d=e", "--env", "NCCL_ALGO=Ring"]
+    assert secrets.mask_env_args(argv) == [
+        "-m", "h100", "--env", "NGC_KEY=***", "--env=DB_PASS=***", "--env", "NCCL_ALGO=Ring",
+    ]  # fmt: skip
+    # Credential-like names are redacted from log text like secrets, and so are the values
+    # of every variable hide() named (the user's --env variables that are not knobs).
+    # (hide() lasts as long as the process: a name no other test hides)
+    environ = {"NGC_KEY": "ngc-secret-1", "MINE_TI": "mine-value-2", "NCCL_DEBUG": "WARNING"}
+    assert secrets.redact("k=ngc-secret-1 m=mine-value-2", environ) == "k=*** m=mine-value-2"
+    secrets.hide(["MINE_TI"])
+    assert secrets.redact("m=mine-value-2 d=WARNING", environ) == "m=*** d=WARNING"

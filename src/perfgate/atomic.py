@@ -6,6 +6,7 @@ report (results.json) and the catalog (baselines) outside.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import tempfile
@@ -35,6 +36,25 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def leftovers(path: str | os.PathLike[str]) -> list[Path]:
+    """Temp files of write_text for path that a killed writer left beside it."""
+    path = Path(path)
+    return sorted(path.parent.glob(f".{glob.escape(path.name)}.*.tmp"))
+
+
+def remove_leftovers(path: str | os.PathLike[str]) -> list[Path]:
+    """Remove what leftovers() finds; only safe while no other writer of path can be mid-write
+    (the caller holds path's lock). Returns what was removed."""
+    gone = []
+    for tmp in leftovers(path):
+        try:
+            tmp.unlink()
+            gone.append(tmp)
+        except FileNotFoundError:
+            pass
+    return gone
 
 
 def write_json(path: str | os.PathLike[str], data: Any, **dump_kwargs: Any) -> None:

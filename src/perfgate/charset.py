@@ -89,3 +89,22 @@ def check_tree(where: str, field: str, value: object) -> None:
         for key, item in value.items():
             check_text(where, f"{field} key", str(key))
             check_tree(where, f"{field}.{key}", item)
+
+
+# What a terminal acts on instead of showing: C0 controls but \t and \n (ESC starts a screen
+# clear or an OSC 52 clipboard write, \r overwrites a line), DEL and C1 controls, line and
+# paragraph separators, bidi overrides, and lone surrogates (undecodable bytes).
+_UNPRINTABLE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff" + "".join(sorted(_BIDI)) + "]"
+)
+
+
+def printable(text: str) -> str:
+    """text safe to print on a terminal: every character it would act on shown as an escape
+    (ESC -> \\x1b, U+202E -> \\u202e); line breaks and tabs kept. For all log and job text."""
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

@@ -15,6 +15,7 @@ from typing import Any
 
 from perfgate import cli_bisect, cli_history, flops, logs, stats
 from perfgate.catalog import FLOPS_CONVENTIONS, TASKS, Baseline, Provenance, load_catalog, load_file
+from perfgate.charset import printable
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.report import format as fmt
 from perfgate.report import render, results, signoff, table
@@ -155,32 +156,36 @@ def _add_parse_command(sub: argparse._SubParsersAction) -> None:
         series = logs.parse_files(
             args.logs, tokens_per_step=args.tokens_per_step, num_gpus=args.num_gpus
         )
-        data = logs.to_dict(series)
+        summary = {k: logs.jsonable(v) for k, v in logs.summarize(series).items()}
         try:
             steady = stats.summarize_run(
-                series.step_times, window, step_numbers=[s.step for s in series.steps]
+                series.step_times,
+                window,
+                step_numbers=series.steps.numbers,  # type: ignore[attr-defined]  # StepTable
             )
         except PerfgateError as e:  # e.g. a negative step time: name the log it came from
             raise PerfgateError(f"{', '.join(args.logs)}: {e}") from None
         if not series.valid:
             steady = replace(steady, steady=False, reason=f"invalid run: {series.invalid_reason}")
-        data["summary"]["steady_state"] = stats.json_ready(asdict(steady))
+        summary["steady_state"] = stats.json_ready(asdict(steady))
         if args.json:
-            _emit(data, as_json=True)
+            logs.write_json(series, summary, sys.stdout)
             return 0
         hidden = ("notes", "reported", "steady_state")
-        _emit({k: v for k, v in data["summary"].items() if k not in hidden}, False)
-        for key, value in data["summary"]["steady_state"].items():
+        _emit({k: v for k, v in summary.items() if k not in hidden}, False)
+        for key, value in summary["steady_state"].items():
             print(f"steady {key}  {fmt.plain(key, value)}")
-        for key, value in data["summary"]["reported"].items():
+        for key, value in summary["reported"].items():
             print(f"reported {key}  {fmt.plain(key, value)}")
-        for note in data["summary"]["notes"]:
-            print(f"note: {note}")
+        for note in summary["notes"]:
+            print(f"note: {printable(note)}")
         cols = ("step", "step_time_s", "tflops_per_gpu", "peak_memory_gib", "loss", "grad_norm")
         print("  ".join(f"{c:>14}" for c in cols))
-        for step, st in zip(data["steps"], series.steps, strict=True):
-            row = {**step, "peak_memory_gib": st.peak_memory_gib}
-            print("  ".join(f"{fmt.plain(c, row[c]):>14}" for c in cols))
+        peaks = logs.peak_memory_per_step(series)
+        out = sys.stdout
+        for step, peak in zip(logs.step_dicts(series), peaks, strict=True):
+            row = {**step, "peak_memory_gib": peak}
+            out.write("  ".join(f"{fmt.plain(c, row[c]):>14}" for c in cols) + "\n")
         return 0
 
     p.set_defaults(func=run)

@@ -24,6 +24,7 @@ TAIL_LINES = 60
 MAX_EVIDENCE = 400
 READ_BYTES = 512 * 1024  # NCCL INFO floods make logs huge: the end is what matters
 MAX_EXCEPTION_LINE = 4096
+MAX_TASKS = 100_000  # task ids failing_tasks lists at most
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,10 @@ EXCEPTION = re.compile(
     r"^(?:\S+: |\[rank\d+\]: ?|\[default\d+\]: ?)?"
     r"(?P<line>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)\b(?::.*)?)$"
 )
+# The workload's own last word (perfgate.workload.dispatch): it failed by itself.
+WORKLOAD_ERROR = re.compile(r"perfgate\.workload \(rank [^)]{1,16}\): error: ")
+# srun's report of a task that exited by itself (not killed).
+TASK_EXITED = re.compile(r"srun: error: \S+: tasks? [\d,-]+: Exited with exit code [1-9]\d*")
 SRUN_ERROR = re.compile(r"^srun: (?:error|fatal): (?!.*: tasks? [\d,-]+: ).*")
 SRUN_TASK_EXIT = re.compile(r"srun: error: (\S+): tasks? ([\d,-]+): (Exited with exit code \d+|.*)")
 
@@ -140,8 +145,13 @@ def failing_tasks(text: str) -> list[int]:
     for m in SRUN_TASK_EXIT.finditer(text):
         for part in m.group(2).split(","):
             lo, _, hi = part.partition("-")
-            if lo.isdigit():
-                out.extend(range(int(lo), int(hi or lo) + 1))
+            hi = hi or lo
+            # No job has a million tasks: a bigger id or range is a corrupt line, not a list
+            # to build (`tasks 0-99999999999999` would never end; 5000 digits raise).
+            if lo.isdigit() and hi.isdigit() and len(lo) <= 7 and len(hi) <= 7:
+                out.extend(range(int(lo), min(int(hi), int(lo) + MAX_TASKS) + 1))
+            if len(out) > MAX_TASKS:
+                return out[:MAX_TASKS]
     return out
 
 
@@ -260,21 +270,29 @@ def diagnose(
             oom[1] if oom else None,
         )
     if series is not None and not series.valid:
-        return make("NAN", "the run cannot be judged", series.invalid_reason)
+        return make(series.cause, "the run cannot be judged", series.invalid_reason)
     failed = (exit_code not in (None, 0)) or state == "FAILED" or step_error
     if failed:
         exc = find_exception(logs)
         if exc:
             return make("WORKLOAD_EXCEPTION", "the workload raised", exc[0], exc[1])
-        if kill:
-            return make("CANCELLED", "Slurm killed the job", kill[0], kill[1])
-        oom = find_line(logs, HOST_OOM)
+        oom = find_line(logs, HOST_OOM)  # the kernel killed it: its wrapper's error follows
         if oom:
             return make("OOM", "host memory exhausted", oom[0], oom[1])
+        # The workload's own exit wins over the kill it caused (srun --kill-on-bad-exit
+        # cancels the step when a task exits non-zero, and slurmstepd says CANCELLED).
+        own = find_line(logs, WORKLOAD_ERROR)
+        if own:
+            return make("WORKLOAD_EXCEPTION", "the workload failed", own[0], own[1])
         if step_error:
             return make("WORKLOAD_EXCEPTION", "the workload failed", step_error)
-        srun = find_line(logs, SRUN_ERROR) or find_line(logs, SRUN_TASK_EXIT)
+        exited = find_line(logs, TASK_EXITED)
         code = f" with status {exit_code}" if exit_code not in (None, 0) else ""
+        if exited:
+            return make("UNKNOWN", f"the workload exited{code}", exited[0], exited[1])
+        if kill:
+            return make("CANCELLED", "Slurm killed the job", kill[0], kill[1])
+        srun = find_line(logs, SRUN_ERROR) or find_line(logs, SRUN_TASK_EXIT)
         return make(
             "UNKNOWN",
             f"the workload exited{code}",

@@ -109,6 +109,11 @@ class RunEntry(_RunEntryKeys, total=False):
 
     job_id: str | None
     nodes: list[str]
+    # A run of more than report.results.MAX_STORED_STEPS steps: steps holds the fastest and
+    # slowest step of each bucket (report.decimate), n_steps how many there were, summary the
+    # stats.RunSummary of all of them (None when they could not be summarized).
+    n_steps: int
+    summary: dict[str, Any] | None
 
 
 class JobRecord(TypedDict):

@@ -23,7 +23,8 @@ CAUSES = (
     "CANCELLED",
     "CONTAINER",  # pyxis/enroot/podman import or start failure, ranks without Slurm's env
     "WORKLOAD_EXCEPTION",  # a Python exception in the workload
-    "NAN",  # NaN grad norm / loss
+    "NAN",  # NaN or inf step time, grad norm or loss; Megatron's NaN iterations
+    "BAD_LOG",  # the log contradicts itself (a step logged twice with two step times)
     "TOO_FEW_STEPS",  # ended before the steady window
     "SUBMIT",  # sbatch refused the job
     "QUEUE_TIMEOUT",  # still pending when the session's queue deadline passed

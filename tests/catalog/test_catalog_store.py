@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import multiprocessing
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,3 +118,33 @@ def test_concurrent_writers_lose_no_update(folder):
     # rows of the other files are untouched
     assert final.get("pretrain-llama3_8b-b200-fp8ds-8gpu-tp1").baseline is None
     assert not list(folder.glob(".*.tmp"))
+
+
+_KILLED_WRITER = """
+import os, sys
+from perfgate import atomic, catalog
+from perfgate.catalog import Baseline, Provenance
+def killed(src, dst):  # kill -9 between the temp file's write and its rename
+    os.kill(os.getpid(), 9)
+os.replace = killed
+base = Baseline(step_time_s=4.5, provenance=Provenance(source="x", job_ids=("1",)), n_runs=1)
+catalog.update_baselines(sys.argv[1], {sys.argv[2]: base})
+"""
+
+
+def test_a_writer_killed_mid_write_leaves_nothing_the_next_one_does_not_remove(folder):
+    # kill -9 inside a baselines write left baselines/.h100.json.<random>.tmp that nothing
+    # removed and .gitignore did not cover (`git add baselines/` committed it).
+    rid = "lora-llama3_70b-gb200-bf16-8gpu-tp1pp4vp20"
+    before = (folder / "gb200.json").read_text()
+    proc = subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(folder), rid], check=False)
+    assert proc.returncode == -9
+    (left,) = folder.glob(".gb200.json.*.tmp")
+    assert (folder / "gb200.json").read_text() == before  # the file itself is whole
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", f"baselines/{left.name}"], cwd=BASELINES.parent, check=False
+    )
+    assert ignored.returncode == 0, "git would commit the leftover"
+    catalog.update_baselines(folder, {rid: _baseline(4.07)})
+    assert not list(folder.glob(".*.tmp"))
+    assert catalog.load_catalog(folder).get(rid).baseline == _baseline(4.07)

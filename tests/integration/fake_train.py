@@ -117,15 +117,16 @@ def main() -> int:
     ap.add_argument("--hang-at", type=int, default=None)
     ap.add_argument("--fail-rank", type=int, default=0)
     ap.add_argument("--env", action="append", default=[], help="names to record")
+    ap.add_argument("--hash-env", action="append", default=[], help="names to record hashed")
     args = ap.parse_args()
 
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
     steps = int(os.environ.get("PERFGATE_STEPS", "20"))
     out = Path(os.environ.get("PERFGATE_OUTPUT_DIR", "."))
-    seen = {k: os.environ.get(k) for k in (*WATCH, *args.env)}
-    for k in args.env:  # a secret's value is never written down, only that it arrived intact
-        if "TOKEN" in k and seen[k] is not None:
+    seen = {k: os.environ.get(k) for k in (*WATCH, *args.env, *args.hash_env)}
+    for k in (*args.env, *args.hash_env):  # a secret's value is never written down, only
+        if ("TOKEN" in k or k in args.hash_env) and seen[k] is not None:  # that it arrived
             seen[k] = "sha256:" + hashlib.sha256(seen[k].encode()).hexdigest()[:16]
     seen["hostname"] = socket.gethostname()
     (out / "ranks").mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,7 @@ from perfgate.runs import RunRecord
 
 pytestmark = pytest.mark.slurm
 TOKEN = "hf_" + "perfgateTestToken0123456789"
+NGC_KEY = "ngc-perfgateTestKey0123"  # no secret by name before #24: stored in clear
 # The A/B callback runs inside the job: ship this module's code with it, not a reference.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -42,7 +43,7 @@ def env_file_from_seed(seeds: Path, tmp: Path) -> Path:
 @pytest.fixture(scope="module")
 def scenarios(slurm_cluster, fake_row, tmp_path_factory, seeds) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("scenarios")
-    env = {**load_env_file(env_file_from_seed(seeds, tmp)), "HF_TOKEN": TOKEN}
+    env = {**load_env_file(env_file_from_seed(seeds, tmp)), "HF_TOKEN": TOKEN, "NGC_KEY": NGC_KEY}
     rows = {
         # First, so it holds a node when the preemption test runs.
         "preempt": fake_row("preempt", "--step-s", "0.3", steps=40),
@@ -56,6 +57,8 @@ def scenarios(slurm_cluster, fake_row, tmp_path_factory, seeds) -> Iterator[dict
             "ROW_VAR",
             "--env",
             "HF_TOKEN",
+            "--hash-env",
+            "NGC_KEY",
             num_gpus=8,
             gpus_per_node=4,
             env={"ROW_VAR": "from-row"},
@@ -66,10 +69,13 @@ def scenarios(slurm_cluster, fake_row, tmp_path_factory, seeds) -> Iterator[dict
             "crash", "--crash-at", "12", "--fail-rank", "2", env={"PERFGATE_REFRESH_S": "0.2"}
         ),
         "oom": fake_row("oom", "--oom-at", "3", "--fail-rank", "1"),
+        # Exits 1 without a traceback: srun --kill-on-bad-exit cancels the step.
+        "exit1": fake_row("exit1", program=("sh", "-c", "echo about to fail; exit 1")),
         "nan": fake_row("nan", "--nan-at", "7", steps=12),
         "timeout": fake_row("timeout", "--hang-at", "3", time_limit_min=1),
     }
     old_token = os.environ.get("HF_TOKEN")
+    old_key = os.environ.get("NGC_KEY")
     session = LaunchSession(
         LaunchOptions(env=env, poll_interval_s=1.0, mpi="auto"), tmp / "results"
     )
@@ -80,6 +86,10 @@ def scenarios(slurm_cluster, fake_row, tmp_path_factory, seeds) -> Iterator[dict
         os.environ.pop("HF_TOKEN", None)
     else:
         os.environ["HF_TOKEN"] = old_token
+    if old_key is None:
+        os.environ.pop("NGC_KEY", None)
+    else:
+        os.environ["NGC_KEY"] = old_key
 
 
 def status(session: LaunchSession, row_id: str):
@@ -153,14 +163,18 @@ def test_multinode_layout_env_file_and_secret(scenarios):
         assert seen["FI_PROVIDER"] == "efa" and seen["NVTE_FUSED_ATTN"] == "0"  # env file
         assert seen["ROW_VAR"] == "from-row"
         assert seen["HF_TOKEN"] == want_token  # the secret reached every rank intact
+        assert seen["NGC_KEY"] == "sha256:" + hashlib.sha256(NGC_KEY.encode()).hexdigest()[:16]
     series = r.runs[0].series
     assert [s.step for s in series.steps] == list(range(20))
     assert 0.2 < series.steps[0].step_time_s < 1.0  # the slow first step
     assert statistics.median(series.step_times[1:]) == pytest.approx(0.05, rel=0.3)
-    # ... but its value is in no file perfgate wrote: spec, manifest, pickles, logs.
+    # ... but their values are in no file perfgate wrote: spec, manifest, pickles, logs.
     for p in Path(r.job_dir).rglob("*"):
         if p.is_file():
             assert TOKEN.encode() not in p.read_bytes(), p
+            assert NGC_KEY.encode() not in p.read_bytes(), p
+    spec = json.loads((rdir / "spec.json").read_text())
+    assert spec["row"]["env"] == {"ROW_VAR": "***"} and "NGC_KEY" not in spec["env"]
     # The submitted script is the plan's script.
     submitted = Path(r.job_dir) / "submitit" / f"{r.job_id}_submission.sh"
     assert submitted.read_text() == r.sbatch_script
@@ -173,6 +187,16 @@ def test_workload_crash_names_the_exception_and_the_rank(scenarios):
     assert r.diagnosis.evidence == "RuntimeError: fake_train: simulated failure at step 12"
     assert "rank-2.log" in r.diagnosis.message and f"job {r.job_id}" in r.diagnosis.message
     assert r.runs[0].series is not None and len(r.runs[0].series.steps) >= 3
+
+
+def test_a_workload_exit_wins_over_the_step_cancel_it_caused(scenarios):
+    # Was `INFRA CANCELLED: Slurm killed the job`: slurmstepd's CANCELLED line of the step
+    # srun cancelled because the task exited 1.
+    r = scenarios["session"].result(scenarios["rows"]["exit1"].id)
+    assert r.state == "FAILED" and r.diagnosis is not None
+    assert r.diagnosis.cause == "WORKLOAD_EXCEPTION", r.diagnosis
+    assert "error: command 'sh' exited with status 1" in r.diagnosis.evidence
+    assert f"job {r.job_id}" in r.diagnosis.message
 
 
 def test_cuda_oom(scenarios):

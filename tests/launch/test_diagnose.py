@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from perfgate.diagnose import diagnose, failing_tasks
@@ -264,3 +266,39 @@ def test_a_100kb_line_without_newline_is_searched_in_linear_time():
     d = diagnose("FAILED", 1, [("rank-0.log", text)])
     assert d.cause == "OOM" and d.evidence.startswith("RuntimeError: CUDA out of memory")
     assert time.process_time() - start < 2.0  # was ~4 minutes (quadratic `.*X.*` searches)
+
+
+def test_a_workload_that_exits_1_is_its_own_cause_not_the_kill_it_caused():
+    # `sh -c 'echo about to fail; exit 1'`: srun --kill-on-bad-exit cancels the step, and
+    # slurmstepd's CANCELLED line read as "Slurm killed the job".
+    tail = (
+        "about to fail\n"
+        "perfgate.workload (rank 0): error: command '/bin/sh' exited with status 1\n"
+        "srun: error: n1: task 0: Exited with exit code 1\n"
+        "slurmstepd: error: *** STEP 4242.0 ON n1 CANCELLED AT 2026-01-05T10:11:12 ***\n"
+        "srun: error: n1: task 1: Terminated\n"
+    )
+    d = diagnose("FAILED", 1, [("rank-0.log", tail)], job_id="4242")
+    assert d.cause == "WORKLOAD_EXCEPTION"
+    assert d.message == (
+        "job 4242: the workload failed: perfgate.workload (rank 0): error: command "
+        "'/bin/sh' exited with status 1 (rank-0.log)"
+    )
+    # Without the workload's line, srun's report of the task's own exit still wins.
+    d = diagnose("FAILED", 1, [("launcher.log", tail.split("\n", 2)[2])], job_id="4242")
+    assert d.cause == "UNKNOWN" and "Exited with exit code 1" in d.evidence
+    assert d.message.startswith("job 4242: the workload exited with status 1: ")
+    # A kill alone is still a kill.
+    d = diagnose("FAILED", None, [("b.err", tail.splitlines()[3])], job_id="4242")
+    assert d.cause == "CANCELLED"
+
+
+def test_task_ids_of_a_corrupt_srun_line_are_bounded():
+    text = (
+        "srun: error: n1: tasks 0-99999999999999: Exited with exit code 1\n"
+        f"srun: error: n1: task {'9' * 5000}: Exited with exit code 1\n"
+        "srun: error: n1: tasks 3-5,7: Exited with exit code 1\n"
+    )
+    start = time.monotonic()
+    assert failing_tasks(text) == [3, 4, 5, 7]
+    assert time.monotonic() - start < 5

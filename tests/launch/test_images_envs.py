@@ -8,7 +8,7 @@ import pytest
 
 from perfgate.errors import ConfigError
 from perfgate.launch import images
-from perfgate.launch.envs import export_secrets, job_env, load_env_file, parse_assignments
+from perfgate.launch.envs import export_env, job_env, load_env_file, parse_assignments
 
 
 def test_squashfs_or_registry():
@@ -60,10 +60,11 @@ def test_assignments_and_secret_split(monkeypatch):
     monkeypatch.setenv("WANDB_API_KEY", "k" * 20)
     env = parse_assignments(["NCCL_DEBUG=INFO", "WANDB_API_KEY"])
     assert env == {"NCCL_DEBUG": "INFO", "WANDB_API_KEY": "k" * 20}
-    plain, secret = job_env({"A": "1"}, {**env, "HF_TOKEN": "hf_x"})
-    assert plain == {"A": "1", "NCCL_DEBUG": "INFO"}
-    assert secret == ("HF_TOKEN", "WANDB_API_KEY")
+    plain, by_env = job_env({"A": "1", "NCCL_ALGO": "Ring"}, {**env, "HF_TOKEN": "hf_x"})
+    # Only knobs travel by value; the row's A reaches the job from its row.
+    assert plain == {"NCCL_ALGO": "Ring", "NCCL_DEBUG": "INFO"}
+    assert by_env == ("HF_TOKEN", "WANDB_API_KEY")
     environ: dict[str, str] = {}
-    export_secrets({"HF_TOKEN": "hf_x", "NCCL_DEBUG": "INFO"}, environ)
-    assert environ == {"HF_TOKEN": "hf_x"}
+    export_env({"HF_TOKEN": "hf_x", "NCCL_DEBUG": "INFO", "NGC_KEY": "k1", "MINE": "m"}, environ)
+    assert environ == {"HF_TOKEN": "hf_x", "NGC_KEY": "k1", "MINE": "m"}
     assert "HF_TOKEN" not in os.environ or os.environ["HF_TOKEN"] != "hf_x"

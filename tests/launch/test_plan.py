@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import pickle
 import shlex
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from perfgate.errors import ConfigError
 from perfgate.launch import plan
 from perfgate.launch.allocation.slurm import srun_argv
 from perfgate.launch.envs import load_env_file
+from perfgate.launch.jobcontext import container_env_names, row_env_by_environment
 from perfgate.launch.planning import context, pair_launches
 from perfgate.launch.runtimes import CONTAINER_SRC
 from perfgate.launch.types import LaunchOptions
@@ -194,3 +197,25 @@ def test_job_function_uses_the_same_srun_line(row16, tmp_path):
     ctx = context(row16, opts, Path(p.job_dir))
     rdir = Path(p.job_dir) / "attempt-0" / "run-01-baseline"
     assert shlex.join(srun_argv(ctx, rdir, None, "pmix")) == p.srun_command
+
+
+def test_only_knob_values_enter_the_plan_the_spec_and_the_pickle(row16, tmp_path):
+    # --env NGC_KEY=..., --env DB_PASS=... were stored in clear (spec.json, the pickles, ...):
+    # the secret-name test knew TOKEN/SECRET/PASSWORD/API_KEY, not *_KEY, *_PASS, *_PW.
+    hidden = {"NGC_KEY": "ngc-0123456789", "DB_PASS": "pass-0123456789", "MINE": "mine-0123456"}
+    row = replace(row16, env={**row16.env, "ROW_VAR": "row-0123456789"})
+    opts = LaunchOptions(env={**hidden, "NCCL_DEBUG": "WARN"}, results_dir=str(tmp_path))
+    p = plan(row, opts)
+    assert p.env == {"NVTE_FUSED_ATTN": "1", "NCCL_DEBUG": "WARN"}
+    assert p.secret_env == ("DB_PASS", "MINE", "NGC_KEY")
+    assert p.workload_spec["row"]["env"]["ROW_VAR"] == "***"
+    assert p.workload_spec["env"] == {"NVTE_FUSED_ATTN": "1", "NCCL_DEBUG": "WARN"}
+    ctx = context(row, opts, Path(p.job_dir))
+    pickled = pickle.dumps(ctx)
+    for value in hidden.values():
+        text = json.dumps(p.workload_spec) + p.sbatch_script + p.srun_command + repr(ctx)
+        assert value not in text and value.encode() not in pickled
+    # The row's own variable travels in its row (it is in baselines/*.json already) and is set
+    # by the job function; pyxis passes every one of them into the container.
+    assert row_env_by_environment(ctx) == {"ROW_VAR": "row-0123456789"}
+    assert {"DB_PASS", "MINE", "NGC_KEY", "ROW_VAR"} <= set(container_env_names(ctx))

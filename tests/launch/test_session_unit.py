@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import pickle
 import time
 from dataclasses import replace
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from perfgate import verdicts
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.launch import LaunchOptions, LaunchSession
 from perfgate.launch import session as session_mod
@@ -203,3 +205,34 @@ def test_a_result_written_while_slurm_times_the_job_out_keeps_slurms_cause(
     assert r.state == "TIMEOUT"
     assert r.diagnosis.cause == "TIMEOUT" and "DUE TO TIME LIMIT" in r.diagnosis.evidence
     assert [x.step for x in r.runs[0].series.steps] == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason", "cause"),
+    [
+        (math.nan, "NaN step time at step 0", "NAN"),
+        (math.inf, "infinite step time at step 0", "NAN"),
+        (-1.0, "step time -1.0 s at step 0 is not a duration", "BAD_LOG"),
+    ],
+)
+def test_a_bad_step_time_at_step_0_of_a_live_run_is_infra_with_the_job(
+    tmp_path, command_row, bad, reason, cause
+):
+    # A NaN at step 0 passed as NO_BASELINE (dropped as warm-up); an inf was a one-line error
+    # without the job id or a cause word.
+    rdir = tmp_path / "attempt-0" / "run-01-baseline"
+    rec = stepfile.StepRecord(
+        row_id="r",
+        backend="command",
+        status="completed",
+        steps=[{"step": i, "step_time_s": bad if i == 0 else 1.0} for i in range(20)],
+    )
+    stepfile.write(rdir / "steps.json", rec)
+    entry = {"index": 1, "label": "baseline", "image": None, "run_dir": str(rdir), "exit_code": 0}
+    write_json(tmp_path / "attempt-0" / "runs.json", {"planned": 1, "runs": [entry]})
+    result = collect_job(tmp_path, command_row.id, "41", "COMPLETED", expected_steps=20)
+    assert result.diagnosis is not None and result.diagnosis.cause == cause
+    assert result.diagnosis.message == f"job 41: the run cannot be judged: {reason}"
+    ev = verdicts.evaluate(command_row, result, source="live")
+    assert ev.verdict == verdicts.INFRA and ev.cause == cause
+    assert ev.message.startswith(f"{command_row.id}: INFRA {cause} (job 41): job 41: ")

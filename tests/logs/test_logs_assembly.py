@@ -196,8 +196,40 @@ def test_a_segment_without_steps_is_noted_and_skipped(tmp_path):
 
 def test_repeated_identical_lines_are_one_step_and_noted():
     s = logs.parse_text("\n".join([NEMO2_DGXC, NEMO2_DGXC]))
-    assert len(s.steps) == 1
+    assert len(s.steps) == 1 and s.valid
     assert any("1 step records repeated without rank labels" in n for n in s.notes)
+
+
+_MEGATRON = (
+    " [2024-04-06 02:59:36] iteration {i:8d}/     100 | elapsed time per iteration (ms): "
+    "{ms} | lm loss: 1.8E+00 | number of nan iterations:   0 |"
+)
+
+
+@pytest.mark.parametrize("fmt", ["nemo2", "megatron", "delta"])
+def test_a_step_repeated_with_another_step_time_makes_the_run_invalid(fmt):
+    # The last copy used to win silently: a second copy at 99 s turned a clean log into a
+    # REGRESSION. Which copy is right cannot be known.
+    def line(i: int, t: float) -> str:
+        if fmt == "nemo2":
+            return NEMO2_DGXC.replace("global_step: 49", f"global_step: {i}").replace(
+                "train_step_timing in s: 2.693", f"train_step_timing in s: {t}"
+            )
+        if fmt == "megatron":
+            return _MEGATRON.format(i=i + 1, ms=t * 1000)
+        return f"Step {i}: train_step_timing in s={t}"
+
+    clean = [line(i, 6.0) for i in range(60)]
+    s = logs.parse_text("\n".join([*clean[:31], line(30, 99.0), *clean[31:]]))
+    assert s.format != "unknown" and not s.valid, fmt
+    assert s.invalid_cause == "BAD_LOG" and s.cause == "BAD_LOG"
+    assert s.invalid_reason == "step 30 logged twice with different step times (6.0 s, then 99.0 s)"
+    # The same copy twice is a note, not a fault.
+    same = logs.parse_text("\n".join([*clean[:31], line(30, 6.0), *clean[31:]]))
+    assert same.valid and any("repeated" in n for n in same.notes)
+    # A restart (steps going back) is not a repeat: the last attempt is kept.
+    restarted = logs.parse_text("\n".join([*clean[:40], line(30, 7.0), *clean[31:]]))
+    assert restarted.valid and restarted.restarts == 1
 
 
 # --- bytes ----------------------------------------------------------------------------------
@@ -317,12 +349,24 @@ def test_an_all_rank_log_reads_only_the_lowest_ranks():
     assert any("32 more ranks logged step lines" in n for n in s.notes)
 
 
+def test_records_glued_on_a_cut_last_line_keep_all_but_the_last(tmp_path):
+    text = fixture_text("nemo2_b200_llama3_8b.log")
+    log = tmp_path / "glued.log"
+    log.write_text(text.replace("\n", " "))  # no line break at all: one cut line
+    assert logs.parse_files([log]).step_times == [6.08, 6.061, 6.082, 6.071]
+    assert logs.parse_text(text.replace("\n", " ")).step_times[-1] == 6.06  # text is whole
+
+
 def test_a_growing_log_leaves_out_its_unfinished_last_line(tmp_path):
     log = tmp_path / "live.log"
     text = fixture_text("nemo2_b200_llama3_8b.log")
     cut = text.rindex("train_step_timing in s: 6.06") + len("train_step_timing in s: 6")
     log.write_text(text[:cut])  # the writer is mid-way through `6.06 | TFLOPS_per_GPU ...`
     assert logs.parse_files([log], growing=True).step_times == [6.08, 6.061, 6.082, 6.071]
-    assert logs.parse_files([log]).step_times[-1] == 6.0  # finished file: the line is taken
+    # Not growing: a last line without a line break was still cut (a killed job): its record
+    # is left out with a note, never read as 6.0 (`in s: 2.` read as 2.0 before).
+    cut_file = logs.parse_files([log])
+    assert cut_file.step_times == [6.08, 6.061, 6.082, 6.071]
+    assert any("the last line has no line break" in n and "step 49" in n for n in cut_file.notes)
     log.write_text(text)
     assert logs.parse_files([log], growing=True).step_times[-1] == 6.06

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
+import time
 from pathlib import Path
 
 import pytest
@@ -179,3 +180,51 @@ def test_bad_values_are_one_line_errors(bad: list, fragment: str) -> None:
 def test_bad_window_is_an_error(window: object) -> None:
     with pytest.raises(PerfgateError, match="window"):
         summarize_run([5.0] * 50, window)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("huge", [1e300, 1.7e308])
+def test_huge_step_times_are_summarized_not_an_overflow(huge: float) -> None:
+    # A corrupt 1e300 s step raised OverflowError in mser5_cut (a traceback shown as INFRA).
+    rng = random.Random(5)
+    clean = [6.0 + rng.gauss(0, 0.01) for _ in range(60)]
+    spiked = summarize_run([*clean[:40], huge, *clean[40:]])
+    assert spiked.steady and spiked.median_s == pytest.approx(6.0, rel=0.01)
+    every = summarize_run([huge * (1 + rng.gauss(0, 0.001)) for _ in range(60)])
+    assert every.steady and every.median_s == pytest.approx(huge, rel=0.01)
+    assert math.isfinite(every.se_s) and every.se_s > 0
+
+
+def test_step_times_too_far_apart_for_one_float_scale_are_not_steady() -> None:
+    s = summarize_run([1e300] * 20 + [1e-320] * 40)
+    assert not s.steady and "orders of magnitude" in (s.reason or "")
+
+
+def test_a_million_step_run_summarizes_in_linear_time() -> None:
+    # MSER-5 recomputed every tail: O(n^2), a 1M-step run never finished.
+    rng = random.Random(3)
+    values = [6.0 + rng.gauss(0, 0.02) for _ in range(1_000_000)]
+    start = time.perf_counter()
+    s = summarize_run(values)
+    assert s.steady and s.n_steady > 500_000
+    assert time.perf_counter() - start < 60  # about 5 s on one loaded core
+
+
+def test_mser5_cut_matches_the_direct_definition() -> None:
+    rng = random.Random(8)
+    for _ in range(200):
+        n = rng.randrange(10, 300)
+        values = [
+            rng.choice([1.0, 5.0, 6.0]) + rng.gauss(0, rng.choice([0, 0.01, 1])) for _ in range(n)
+        ]
+        max_cut = rng.randrange(0, n)
+        k = n // 5
+        means = [statistics.fmean(values[j * 5 : j * 5 + 5]) for j in range(k)]
+        scores = []
+        for d in range(min(max_cut // 5, k - 2) + 1):
+            tail = means[d:]
+            m = statistics.fmean(tail)
+            scores.append(sum((y - m) ** 2 for y in tail) / len(tail) ** 2)
+        best = min(scores) if scores else 0
+        # The earliest cut whose score equals the minimum up to rounding.
+        want = {5 * d for d, sc in enumerate(scores) if sc <= best * (1 + 1e-9) + 1e-300}
+        assert mser5_cut(values, max_cut) in want | ({0} if not scores else set())

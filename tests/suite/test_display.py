@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 
+from perfgate.charset import printable
 from perfgate.runs import JobStatus
 from perfgate.suite.display import BlockDisplay, SparseLines, block
 
@@ -100,3 +101,21 @@ def test_the_block_is_redrawn_over_itself_and_taken_away_for_pytests_output():
     assert screen[-1] == "\x1b[2F\x1b[J" and d.drawn == 0
     d.pause()
     assert len(screen) == 5  # nothing on the screen: nothing to erase
+
+
+def test_job_text_cannot_act_on_the_terminal():
+    # A pending reason or a note is text from Slurm or a job: shown, never obeyed.
+    st = JobStatus("r", "7", "PENDING", reason="\x1b[2J\x1b]52;c;eA==\x07fake\u202e")
+    (_, line) = block([st], width=200)
+    assert "\x1b" not in line and "\\x1b[2J\\x1b]52;c;eA==\\x07fake\\u202e" in line
+    (sparse,) = SparseLines().lines([st])
+    assert "\x1b" not in sparse and "\\x1b[2J" in sparse
+    written: list[str] = []
+    display = BlockDisplay(written.append, lambda: 200)
+    display.say("perfgate: r: \x1b[31mred\x9b")
+    assert written == ["perfgate: r: \\x1b[31mred\\x9b\n"]
+
+
+def test_printable_keeps_text_and_line_breaks():
+    assert printable("step 5: 6.0 s\n\tµ — ok ✓") == "step 5: 6.0 s\n\tµ — ok ✓"
+    assert printable("\r\x00\x7f\u2028\ud800") == "\\x0d\\x00\\x7f\\u2028\\ud800"

@@ -84,6 +84,28 @@ def test_failed_job_is_an_error_with_cause_and_escaped_tail(suite):
     assert rec["diagnosis"]["cause"] == "OOM"
 
 
+def test_a_log_tail_cannot_act_on_the_terminal(suite):
+    # An INFRA row's tail went to the terminal raw: a screen clear and a fake summary line,
+    # an OSC 52 clipboard write, a carriage return that overwrites the cause.
+    suite.write_rows([with_baseline(ROW, 2.67, 0.05)])
+    log = suite.path / "logs" / ROW.id / "log-run.out"
+    log.parent.mkdir(parents=True)
+    log.write_text(
+        "\x1b[2J\x1b[H===== 57 passed in 12.00s: all rows PASS =====\n"
+        "\x1b]52;c;cm0gLXJmIH4K\x07clipboard\n"
+        "torch.OutOfMemoryError: CUDA out of memory.\r\x1b[KPASS \u202edesrever\x9b31m\n"
+    )
+    result = suite.run("--replay", "logs")
+    text = "\n".join(result.outlines)
+    assert result.ret == 1 and f"{ROW.id}: INFRA OOM: CUDA out of memory" in text
+    for raw in ("\x1b", "\x07", "\r", "\u202e", "\x9b"):
+        assert raw not in text, repr(raw)
+    assert "\\x1b[2J\\x1b[H===== 57 passed" in text and "\\x1b]52;c;cm0gLXJmIH4K\\x07" in text
+    assert "\\x1b[KPASS \\u202edesrever\\x9b31m" in text  # the \\r ended a line
+    # results.json keeps the log's text as it was (the report escapes it for HTML).
+    assert "\x1b[2J" in suite.results()["rows"][ROW.id]["diagnosis"]["log_tail"]
+
+
 def test_no_log_or_ambiguous_logs_skip_with_the_reason(suite):
     other = make_row(num_gpus=32, gbs=128)
     suite.write_rows([with_baseline(ROW, 2.67), other])

@@ -81,9 +81,10 @@ def test_other_backends_run_no_argv_and_drop_a_command_override() -> None:
 
 
 def test_the_dry_run_of_a_command_row_shows_its_overrides_as_given() -> None:
-    text = describe(as_row({**COMMAND, "id": "c", "env": {"A": "1"}}), {"command": ["b"]})
+    env = {"A": "1", "NCCL_ALGO": "Ring"}  # A is no performance knob: its value is not shown
+    text = describe(as_row({**COMMAND, "id": "c", "env": env}), {"command": ["b"]})
     assert text == (
-        "workload c (backend command)\nenvironment set in the job:\n  A=1\n"
+        "workload c (backend command)\nenvironment set in the job:\n  A=***\n  NCCL_ALGO=Ring\n"
         "backend command: recipe text is not rendered on the login node\n"
         '{\n "overrides": {\n  "command": [\n   "b"\n  ]\n }\n}\n'
     )

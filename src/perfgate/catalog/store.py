@@ -148,6 +148,9 @@ def _apply(path: Path, updates: Mapping[str, Baseline]) -> str:
     """Under the file's lock: re-read, set the baselines, write if changed; return the diff."""
     try:
         with lock_for(path):
+            # A writer killed mid-write (kill -9) left its temp file: no writer holds the
+            # lock now, so it is garbage (.gitignore covers it meanwhile).
+            atomic.remove_leftovers(path)
             old_text = inputs.read_text(path, ConfigError)
             rows = load_file(path)
             ids = {r.id for r in rows}

@@ -7,7 +7,8 @@ step time (both are inversely proportional to it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfgate import stats
@@ -31,14 +32,25 @@ def record_mode(rec: RowRecord) -> str:
 
 def summaries(rec: RowRecord, window: stats.Window = "auto") -> list[stats.RunSummary | None]:
     """Each run's steady-state summary (None for a run with too few steps to summarize)."""
-    out: list[stats.RunSummary | None] = []
-    for run in rec.get("runs") or ():
-        times = [t for _, t in run.get("steps") or ()]
-        try:
-            out.append(stats.summarize_run(times, window) if times else None)
-        except PerfgateError:  # a broken run is stored as not steady
-            out.append(None)
-    return out
+    return [stored_summary(run, window) for run in rec.get("runs") or ()]
+
+
+def stored_summary(run: Mapping[str, Any], window: stats.Window) -> stats.RunSummary | None:
+    """One results.json run's steady-state summary: from its steps, or, for a long run whose
+    steps were decimated (it has n_steps), the summary of every step stored beside them."""
+    if "n_steps" in run:
+        s = run.get("summary")
+        if not s:
+            return None
+        floats = ("median_s", "mean_s", "se_s", "cv", "spike_fraction", "drift")
+        return stats.RunSummary(  # JSON holds a NaN as null
+            **{k: math.nan if v is None and k in floats else v for k, v in s.items()}
+        )
+    times = [t for _, t in run.get("steps") or ()]
+    try:
+        return stats.summarize_run(times, window) if times else None
+    except PerfgateError:  # a broken run is stored as not steady
+        return None
 
 
 def runs_from_record(rec: RowRecord, window: stats.Window = "auto") -> list[Run]:

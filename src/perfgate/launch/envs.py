@@ -1,8 +1,11 @@
-"""Environment variables for the ranks: row env, --env-file, --env; secrets by name only.
+"""Environment variables for the ranks: row env, --env-file, --env; only knobs by value.
 
-Values of secrets (HF_TOKEN and the like, see perfgate.secrets) never enter a plan, a pickle
-or a spec: the job carries their names, sbatch exports the submitting process's environment
-to the job, and the job function hands the values to srun from its own environment.
+Only performance knobs' values (perfgate.secrets.is_knob: NCCL_*, NVTE_*, ...) enter a plan,
+the job's pickled context or a spec. Every other variable of --env/--env-file (secrets like
+HF_TOKEN, NGC_KEY, DB_PASS, anything else) travels by name: export_env puts it in the
+submitting process's environment, sbatch (or the local executor) hands that to the job, and
+the job function to srun. A row's own non-knob variables come from its row (baselines/*.json,
+in the repository already) in the job function; spec.json shows them as ***.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Iterable, Mapping
 
 from perfgate import inputs
 from perfgate.errors import ConfigError
-from perfgate.secrets import is_secret
+from perfgate.secrets import hide, is_knob
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -64,19 +67,23 @@ def parse_assignments(items: Iterable[str], origin: str = "--env") -> dict[str, 
 def job_env(
     row_env: Mapping[str, str], user_env: Mapping[str, str]
 ) -> tuple[dict[str, str], tuple[str, ...]]:
-    """(plain values, secret names) of what the ranks get: the row's env, then the user's."""
+    """(knob values, names passed by environment) of what the ranks get: the row's env, then
+    the user's. The names are the user's variables that are not knobs (export_env)."""
     merged = {**row_env, **user_env}
-    plain = {k: str(v) for k, v in merged.items() if not is_secret(k)}
-    return plain, tuple(sorted(k for k in merged if is_secret(k)))
+    plain = {k: str(v) for k, v in merged.items() if is_knob(k)}
+    return plain, tuple(sorted(k for k in user_env if not is_knob(k)))
 
 
-def export_secrets(user_env: Mapping[str, str], environ: dict[str, str] | None = None) -> None:
-    """Put secret values given on the command line into this process's environment.
+def export_env(user_env: Mapping[str, str], environ: dict[str, str] | None = None) -> None:
+    """Put the values of the user's variables that are not knobs into this process's
+    environment, and have their values redacted from log text.
 
-    sbatch exports the submitter's environment to the job, so this is how a secret passed as
-    --env HF_TOKEN=... reaches the ranks without being written into any file.
+    sbatch exports the submitter's environment to the job (submitit's local executor starts
+    it with it), so this is how --env NGC_KEY=... reaches the ranks without being written
+    into any file.
     """
     environ = os.environ if environ is None else environ  # type: ignore[assignment]
-    for k, v in user_env.items():
-        if is_secret(k):
-            environ[k] = v
+    hidden = [k for k in user_env if not is_knob(k)]
+    for k in hidden:
+        environ[k] = user_env[k]
+    hide(hidden)

@@ -30,6 +30,7 @@ from perfgate.launch.jobcontext import (
     JobContext,
     container_env_names,
     pair_launches,
+    row_env_by_environment,
     run_dir,
     workload_spec,
 )
@@ -118,6 +119,7 @@ class Job:
 
     def env(self, label: str, image: str | None, addr: str) -> dict[str, str]:
         env = dict(os.environ)
+        env.update(row_env_by_environment(self.ctx))
         env.update(self.ctx.env)
         env.update(
             MASTER_ADDR=addr,

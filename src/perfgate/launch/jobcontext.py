@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from perfgate.catalog import Row
 from perfgate.runs import Launches
+from perfgate.secrets import is_knob, recorded
 from perfgate.workload.spec import WorkloadSpec
 
 
@@ -31,7 +32,9 @@ class JobContext:
     launches: Launches
     steps: int
     time_limit_min: int
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # performance knobs only
+    # Names of the user's other variables: their values travel in the environment
+    # (perfgate.launch.envs.export_env), never in this pickle.
     secret_env: tuple[str, ...] = ()
     overrides: dict[str, Any] = field(default_factory=dict)
     command: tuple[str, ...] | None = None
@@ -63,7 +66,7 @@ def run_dir(job_dir: str | os.PathLike[str], attempt: int, index: int, label: st
 def workload_spec(ctx: JobContext, rdir: Path, label: str, image: str | None) -> WorkloadSpec:
     """The spec every rank of one launch reads (plain env only, for the record)."""
     return WorkloadSpec(
-        row=ctx.row,
+        row=masked_row(ctx.row),
         steps=ctx.steps,
         output_dir=str(rdir),
         overrides=dict(ctx.overrides),
@@ -76,10 +79,24 @@ def workload_spec(ctx: JobContext, rdir: Path, label: str, image: str | None) ->
     )
 
 
+def masked_row(row: Row) -> Row:
+    """The row as spec.json shows it: its variables that are not knobs as *** (the workload
+    keeps what the job's environment gives them: row_env_by_environment)."""
+    if all(is_knob(k) for k in row.env):
+        return row
+    return replace(row, env=recorded(row.env))
+
+
+def row_env_by_environment(ctx: JobContext) -> dict[str, str]:
+    """The row's variables that are not knobs, set in the launch's environment by the job
+    function (the user's --env of the same name, already there, wins)."""
+    return {k: v for k, v in ctx.row.env.items() if not is_knob(k) and k not in ctx.secret_env}
+
+
 def container_env_names(ctx: JobContext) -> list[str]:
     """Variables whose host value must win over the image's (pyxis --container-env)."""
     fixed = ["MASTER_ADDR", "MASTER_PORT", "PERFGATE_IMAGE", "PERFGATE_RUN_LABEL"]
-    return sorted({*ctx.env, *ctx.secret_env, *fixed})
+    return sorted({*ctx.env, *ctx.secret_env, *row_env_by_environment(ctx), *fixed})
 
 
 def pair_launches(index: int, baseline: str | None, candidate: str | None) -> Launches:

@@ -27,7 +27,7 @@ from perfgate.errors import ConfigError, PerfgateError
 from perfgate.launch import entry, planning, requeues, statefile
 from perfgate.launch.collect import progress
 from perfgate.launch.entry import Entry
-from perfgate.launch.envs import export_secrets
+from perfgate.launch.envs import export_env
 from perfgate.launch.executors import Refused, executor_for
 from perfgate.launch.job import run_job
 from perfgate.launch.types import JobPlan, LaunchOptions
@@ -84,7 +84,7 @@ class LaunchSession:
     def submit_all(self, rows: Iterable[Row], test_ids: Mapping[str, str] | None = None) -> None:
         """Plan every row (errors surface now, before anything runs), then submit what fits."""
         self.executor.require()
-        export_secrets(self.options.env)
+        export_env(self.options.env)
         for row in rows:
             if row.id in self.entries:
                 raise ConfigError(f"row {row.id} is selected twice")

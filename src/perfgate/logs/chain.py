@@ -4,13 +4,13 @@ across files, one format, and the first reason the run cannot be judged.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from perfgate.errors import LogParseError
 from perfgate.logs.assemble import Part
 from perfgate.logs.formats import FORMATS
-from perfgate.logs.series import Step, StepSeries, log_interval_of, renumber
+from perfgate.logs.series import StepSeries, invalid, log_interval_of
+from perfgate.logs.table import StepTable, concat
 
 
 def chain(parts: Sequence[Part]) -> StepSeries:
@@ -29,10 +29,12 @@ def chain(parts: Sequence[Part]) -> StepSeries:
     if len(formats) > 1:
         desc = ", ".join(f"{p.origin} is {p.format}" for p in parts if p.steps)
         raise LogParseError(f"the files of one run must share a log format: {desc}")
-    steps: list[Step] = []
+    tables: list[StepTable] = []
+    last: int | None = None
     notes: list[str] = []
     seg: list[int] = []
     nan_its: dict[int, float] = {}
+    conflicts: dict[int, str] = {}
     reported: dict[str, float] = {}
     restarts = 0
     for part in parts:
@@ -42,11 +44,12 @@ def chain(parts: Sequence[Part]) -> StepSeries:
             notes.append(f"{part.origin}: no step records ({part.problem or 'none found'})")
             continue
         offset = 0
-        if steps:
+        numbers = part.steps.numbers
+        if last is not None:
             restarts += 1
-            first, last = part.steps[0].step, steps[-1].step
+            first = numbers[0]
             if first <= last:
-                interval = log_interval_of([s.step for s in part.steps])
+                interval = log_interval_of(numbers)
                 offset = last + interval - first
                 notes.append(
                     f"{part.origin}: step numbering restarts at {first}; continued after "
@@ -54,37 +57,22 @@ def chain(parts: Sequence[Part]) -> StepSeries:
                 )
             seg.append(first + offset)
         restarts += part.restarts
-        steps.extend(renumber(part.steps, offset))
+        tables.append(part.steps.renumbered(offset))
+        last = numbers[-1] + offset
         seg.extend(s + offset for s in part.segment_starts)
         nan_its.update({s + offset: n for s, n in part.nan_iterations.items()})
+        conflicts.update({s + offset: why for s, why in part.conflicts.items()})
+    steps = concat(tables)
+    reason = invalid(steps, nan_its, conflicts)
     return StepSeries(
         format=formats.pop(),
-        steps=tuple(steps),
+        steps=steps,
         source_files=tuple(origins),
-        log_interval=log_interval_of([s.step for s in steps]),
+        log_interval=log_interval_of(steps.numbers),
         restarts=restarts,
-        invalid_reason=_invalid_reason(steps, nan_its),
+        invalid_reason=reason[1] if reason else None,
+        invalid_cause=reason[0] if reason else None,
         notes=tuple(notes),
         segment_starts=tuple(seg),
         reported=reported,
     )
-
-
-def _invalid_reason(steps: list[Step], nan_iterations: dict[int, float]) -> str | None:
-    """The first reason, in step order, that the run cannot be judged."""
-    for s in steps:
-        if not math.isfinite(s.step_time_s):
-            return f"{_nan_or_inf(s.step_time_s)} step time at step {s.step}"
-        if s.grad_norm is not None and not math.isfinite(s.grad_norm):
-            return f"{_nan_or_inf(s.grad_norm)} grad norm at step {s.step}"
-        if s.loss is not None and not math.isfinite(s.loss):
-            return f"{_nan_or_inf(s.loss)} loss at step {s.step}"
-        if nan_iterations.get(s.step):
-            n = nan_iterations[s.step]  # a corrupt count may be inf or NaN: no int() of it
-            count = int(n) if math.isfinite(n) else n
-            return f"{count} NaN iteration(s) reported by Megatron at step {s.step}"
-    return None
-
-
-def _nan_or_inf(x: float) -> str:
-    return "NaN" if x != x else "infinite"

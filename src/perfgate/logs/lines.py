@@ -20,18 +20,42 @@ _TS_PREFIX = re.compile(r"\[\d{4}-\d\d-\d\d[T ][^\]]{0,40}\]\s*")
 _RANK_PREFIX = re.compile(r"\s*(\d{1,6}): |\[(?:default|rank)(\d{1,6})\]:")
 
 
-def split_prefix(line: str) -> tuple[int | None, str]:
-    """Strip ANSI codes; return the srun/torchrun rank label (None if unlabeled) and the line."""
-    if "\x1b" in line:
-        line = _ANSI.sub("", line)
+def rank_label(line: str) -> re.Match[str] | None:
+    """The srun/torchrun rank label at the start of a line without ANSI codes, if any."""
     m = _RANK_PREFIX.match(line)
     if m is None:
         ts = _TS_PREFIX.match(line)
         if ts is not None:
             m = _RANK_PREFIX.match(line, ts.end())
+    return m
+
+
+def split_prefix(line: str) -> tuple[int | None, str]:
+    """Strip ANSI codes; return the srun/torchrun rank label (None if unlabeled) and the line."""
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    m = rank_label(line)
     if m is None:
         return None, line
     return int(m.group(1) or m.group(2)), line
+
+
+Anchor = tuple[int, int, Shape, "re.Match[str]"]  # (start, end, shape, match) on one line
+
+
+def anchors(line: str) -> tuple[int | None, str, list[Anchor]]:
+    """(rank label, the line without ANSI codes, the record anchors on it in line order)."""
+    rank, line = split_prefix(line)
+    found: list[Anchor] = []
+    for gate, shapes in GATES:
+        if gate in line:
+            for shape in shapes:
+                for m in shape.regex.finditer(line):
+                    found.append((m.start(), m.end(), shape, m))
+    if len(found) > 1:
+        found.sort(key=lambda a: (a[0], -a[1]))
+        found = _drop_nested(found)
+    return rank, line, found
 
 
 def extract(line: str, keep: Callable[[str, int | None], bool] | None = None) -> list[Record]:
@@ -39,23 +63,13 @@ def extract(line: str, keep: Callable[[str, int | None], bool] | None = None) ->
 
     keep(kind, rank), if given, is asked before a record is built: False skips it cheaply.
     """
-    rank, line = split_prefix(line)
-    anchors: list[tuple[int, int, Shape, re.Match[str]]] = []
-    for gate, shapes in GATES:
-        if gate in line:
-            for shape in shapes:
-                for m in shape.regex.finditer(line):
-                    anchors.append((m.start(), m.end(), shape, m))
-    if not anchors:
-        return []
-    anchors.sort(key=lambda a: (a[0], -a[1]))
-    anchors = _drop_nested(anchors)
+    rank, line, found = anchors(line)
     records = []
-    for i, (start, end, shape, m) in enumerate(anchors):
+    for i, (start, end, shape, m) in enumerate(found):
         if keep is not None and not keep(shape.kind, rank):
             continue
-        stop = anchors[i + 1][0] if i + 1 < len(anchors) else len(line)
-        prev_end = anchors[i - 1][1] if i else 0
+        stop = found[i + 1][0] if i + 1 < len(found) else len(line)
+        prev_end = found[i - 1][1] if i else 0
         rec = shape.build(Span(m, line, start, end, stop, prev_end))
         if rec is not None and (rec.step is None or abs(rec.step) <= MAX_STEP):
             if rec.rank is None:
@@ -64,12 +78,10 @@ def extract(line: str, keep: Callable[[str, int | None], bool] | None = None) ->
     return records
 
 
-def _drop_nested(
-    anchors: list[tuple[int, int, Shape, re.Match[str]]],
-) -> list[tuple[int, int, Shape, re.Match[str]]]:
+def _drop_nested(found: list[Anchor]) -> list[Anchor]:
     """Drop anchors inside an earlier one (`iteration 45/99 |` inside a NeMo 2 prefix)."""
-    kept: list[tuple[int, int, Shape, re.Match[str]]] = []
-    for a in anchors:
+    kept: list[Anchor] = []
+    for a in found:
         if not kept or a[0] >= kept[-1][1]:
             kept.append(a)
     return kept

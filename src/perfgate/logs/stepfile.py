@@ -15,7 +15,8 @@ from typing import Any
 
 from perfgate import atomic, inputs
 from perfgate.errors import PerfgateError
-from perfgate.logs.series import Step, StepSeries
+from perfgate.logs.series import Step, StepSeries, invalid
+from perfgate.logs.table import as_table
 
 SCHEMA = "perfgate.steps/1"
 
@@ -46,18 +47,17 @@ class StepRecord:
     def to_series(self, source: str = "steps.json") -> StepSeries:
         """The recorded steps as a StepSeries (format 'perfgate')."""
         fields = set(Step.__dataclass_fields__)
-        steps = tuple(Step(**{k: v for k, v in s.items() if k in fields}) for s in self.steps)
-        invalid = None
-        for s in steps:
-            if s.grad_norm is not None and s.grad_norm != s.grad_norm:
-                invalid = f"NaN grad norm at step {s.step}"
-                break
+        steps = as_table(Step(**{k: v for k, v in s.items() if k in fields}) for s in self.steps)
+        # A NaN or inf step time, grad norm or loss anywhere, step 0 included, is a finding:
+        # the statistics would drop a NaN at step 0 as warm-up and pass the run.
+        bad = invalid(steps, {}, {})
         return StepSeries(
             format="perfgate",
             steps=steps,
             source_files=(source,),
             log_interval=self.log_interval,
-            invalid_reason=invalid,
+            invalid_reason=bad[1] if bad else None,
+            invalid_cause=bad[0] if bad else None,
         )
 
 

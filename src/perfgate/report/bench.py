@@ -10,6 +10,7 @@ names this clock so nobody mistakes the numbers for local timings.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,8 @@ import pytest
 
 from perfgate.verdicts import Evaluation
 from perfgate.verdicts.paired import candidate_steady_steps
+
+MAX_ROUNDS = 10_000
 
 
 class StepClock:
@@ -48,9 +51,17 @@ class StepClock:
 
 
 def feed(benchmark: Any, clock: StepClock, steady: Sequence[float], info: dict[str, Any]) -> None:
-    """Record the steady step times as the benchmark's rounds (no-op when there are none)."""
+    """Record the steady step times as the benchmark's rounds (no-op when there are none).
+
+    At most MAX_ROUNDS: a longer steady window gives every k-th step (an even sample; each
+    round costs pytest-benchmark a timed call, and a million of them took minutes).
+    """
     if not steady:
         return
+    if len(steady) > MAX_ROUNDS:
+        stride = -(-len(steady) // MAX_ROUNDS)
+        info = {**info, "rounds_sampled": f"every {stride}th of {len(steady)} steady steps"}
+        steady = steady[::stride]
     clock.load(steady)
     benchmark.extra_info.update(info)
     benchmark.pedantic(clock.step, rounds=len(steady), iterations=1, warmup_rounds=0)
@@ -63,7 +74,9 @@ def steady_step_times(ev: Evaluation) -> list[float]:
         return []
     if ev.mode == "paired":  # each candidate run in its own window
         return candidate_steady_steps(ev)
-    return [s.step_time_s for s in series.steps if m.window[0] <= s.step <= m.window[1]]
+    numbers = series.step_numbers  # in step order: the window is one slice
+    a, b = bisect_left(numbers, m.window[0]), bisect_right(numbers, m.window[1])
+    return series.step_times[a:b]
 
 
 def feed_evaluation(request: pytest.FixtureRequest, ev: Evaluation) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from html import escape
 
 from perfgate.report import format as fmt
+from perfgate.report.decimate import MAX_POINTS, decimate
 from perfgate.rowrecord import RowRecord
 
 W = 1000  # viewBox width; the page scales it
@@ -93,7 +94,10 @@ def step_time_svg(
 ) -> str:
     """The SVG document (text) of the step-time plot (a history's trend: one point per run,
     x_label naming the runs, marks at its change points). Steps that are not a finite time
-    (NaN, inf, <= 0: a broken run) are named above the plot, never drawn or scaled to."""
+    (NaN, inf, <= 0: a broken run) are named above the plot, never drawn or scaled to. A trace
+    of more than decimate.MAX_POINTS steps is drawn from the fastest and slowest step of each
+    bucket of steps (its spikes stay visible; the SVG stays small)."""
+    traces = [_decimated(t) for t in traces]
     unplottable = [(i, s) for t in traces for i, s in t.points if not _plottable(s)]
     traces = [replace(t, points=[(i, s) for i, s in t.points if _plottable(s)]) for t in traces]
     pts = [p for t in traces for p in t.points]
@@ -221,6 +225,13 @@ def step_time_svg(
     out.append(legend)
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _decimated(t: Trace) -> Trace:
+    if len(t.points) <= MAX_POINTS:
+        return t
+    steps, times = [i for i, _ in t.points], [s for _, s in t.points]
+    return replace(t, points=decimate(steps, times))
 
 
 def _plottable(s: float) -> bool:

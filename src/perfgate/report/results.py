@@ -20,11 +20,13 @@ from typing import Any
 
 from perfgate import atomic, catalog, inputs
 from perfgate.errors import ConfigError, PerfgateError
+from perfgate.history.records import stored_summary
 from perfgate.launch.types import JobPlan
 from perfgate.report import phases as report_phases
+from perfgate.report.decimate import decimate
 from perfgate.rowrecord import RowRecord, RunEntry
 from perfgate.runs import RunRecord
-from perfgate.secrets import redact
+from perfgate.secrets import recorded, redact
 from perfgate.stats import json_ready, summarize_run
 from perfgate.verdicts import Evaluation
 
@@ -84,12 +86,13 @@ def record(
     plan: JobPlan | None = None,
     description: str | None = None,
     skip_reason: str | None = None,
+    window: Any = "auto",
 ) -> RowRecord:
     """The results.json record of one row (JSON-able; secrets redacted from log text)."""
     rec: RowRecord = {
         "row_id": row.id,
         "nodeid": nodeid,
-        "row": catalog.row_to_dict(row),
+        "row": _row_dict(row),
         "source": source,
         "outcome": outcome,
         "verdict": ev.verdict if ev else ("DRY_RUN" if source == "dry-run" else "SKIPPED"),
@@ -143,10 +146,10 @@ def record(
         }
     res = ev.result
     if res is not None:
-        rec["runs"] = [_run_entry(run) for run in res.runs]
+        rec["runs"] = [_run_entry(run, window=window) for run in res.runs]
         for i, conf in enumerate(ev.confirmed_by, start=1):
             for run in conf.result.runs if conf.result is not None else ():
-                entry = _run_entry(run, f"confirmation {i}")
+                entry = _run_entry(run, f"confirmation {i}", window)
                 entry["job_id"] = conf.result.job_id
                 entry["nodes"] = list(conf.result.nodes)
                 rec["runs"].append(entry)
@@ -179,8 +182,25 @@ def record(
     return rec
 
 
-def _run_entry(run: RunRecord, label: str | None = None) -> RunEntry:
-    steps = run.series.steps if run.series is not None else ()
+# A run longer than this keeps MAX_STORED_POINTS of its steps in results.json (the fastest
+# and slowest of each bucket: perfgate.report.decimate) and the summary of all of them:
+# results.json is rewritten after every row, and 4 M steps as pairs were 180 MB.
+MAX_STORED_STEPS = 20_000
+MAX_STORED_POINTS = 10_000
+
+
+def _row_dict(row: catalog.Row) -> dict[str, Any]:
+    """The row as results.json keeps it: its variables that are not knobs shown as ***."""
+    d = catalog.row_to_dict(row)
+    if "env" in d:
+        d["env"] = recorded(d["env"])
+    return d
+
+
+def _run_entry(run: RunRecord, label: str | None = None, window: Any = "auto") -> RunEntry:
+    series = run.series
+    numbers = series.step_numbers if series is not None else []
+    times = series.step_times if series is not None else []
     entry: RunEntry = {
         "label": label or run.label,
         "image": run.image,
@@ -190,13 +210,26 @@ def _run_entry(run: RunRecord, label: str | None = None) -> RunEntry:
         "log_path": run.log_path,
         "format": run.series.format if run.series is not None else None,
         "log_interval": run.series.log_interval if run.series is not None else 1,
-        "steps": [[s.step, s.step_time_s] for s in steps],
+        "steps": [[s, t] for s, t in zip(numbers, times, strict=True)],
         "slowest": run.slowest,
         "phases": run.phases.to_dict() if run.phases is not None else None,
     }
     if run.job_id:  # a replayed launch of its own job
         entry["job_id"] = run.job_id
+    if len(times) > MAX_STORED_STEPS:
+        # A long run: its spikes and shape (decimate), and the summary of every step, which
+        # the history and --update-baselines take instead of summarizing the points kept.
+        entry["steps"] = [[s, t] for s, t in decimate(numbers, times, MAX_STORED_POINTS)]
+        entry["n_steps"] = len(times)
+        entry["summary"] = _summary_of(times, numbers, window)
     return entry
+
+
+def _summary_of(times: list[float], numbers: list[int], window: Any) -> dict[str, Any] | None:
+    try:
+        return json_ready(asdict(summarize_run(times, window, step_numbers=numbers)))
+    except PerfgateError:  # e.g. a negative step time: the run is not steady
+        return None
 
 
 def now() -> str:
@@ -286,14 +319,7 @@ def _runs(
 
 
 def _summaries(runs: list[dict[str, Any]], window: Any) -> list[Any]:
-    out = []
-    for run in runs:
-        times = [t for _, t in run.get("steps") or ()]
-        try:
-            out.append(summarize_run(times, window) if times else None)
-        except PerfgateError:
-            out.append(None)
-    return out
+    return [stored_summary(run, window) for run in runs]
 
 
 def _job_ids(job: dict[str, Any], runs: list[catalog.BaselineRun]) -> tuple[str, ...]:

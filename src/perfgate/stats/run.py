@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -85,14 +86,27 @@ def _clip_width(values: Sequence[float], center: float) -> float:
 
 
 def mser5_cut(values: Sequence[float], max_cut: int) -> int:
-    """MSER-5 truncation point (in values, a multiple of 5) within [0, max_cut]."""
+    """MSER-5 truncation point (in values, a multiple of 5) within [0, max_cut].
+
+    One backward pass (Welford's update of the tail's mean and sum of squared deviations)
+    gives every candidate cut's score: O(n), where recomputing each tail was O(n^2) and a
+    million-step run never finished.
+    """
     k = len(values) // MSER_BATCH
-    means = [statistics.fmean(values[j * MSER_BATCH : (j + 1) * MSER_BATCH]) for j in range(k)]
+    means = [
+        math.fsum(values[j * MSER_BATCH : (j + 1) * MSER_BATCH]) / MSER_BATCH for j in range(k)
+    ]
+    last = min(max_cut // MSER_BATCH, k - 2)
+    scores = [math.inf] * (last + 1)
+    mean = m2 = 0.0
+    for n, d in enumerate(range(k - 1, -1, -1), start=1):
+        delta = means[d] - mean
+        mean += delta / n
+        m2 += delta * (means[d] - mean)
+        if d <= last:
+            scores[d] = m2 / (n * n)
     best_d, best = 0, math.inf
-    for d in range(min(max_cut // MSER_BATCH, k - 2) + 1):
-        tail = means[d:]
-        m = statistics.fmean(tail)
-        score = sum((y - m) ** 2 for y in tail) / len(tail) ** 2
+    for d, score in enumerate(scores):
         if score < best:  # strict: the earliest of equal minima, the least data thrown away
             best_d, best = d, score
     return best_d * MSER_BATCH
@@ -122,8 +136,8 @@ def _drift_se(xs: Sequence[float], med: float) -> float:
     batch-means SE would grow with the very drift it is meant to judge); AUTOCORR_FACTOR
     covers what differencing hides of autocorrelated noise (lag-1 0.7: ~4x).
     """
-    diffs = [b - a for a, b in itertools.pairwise(xs)]
-    local = _MAD_TO_SIGMA * statistics.median([abs(d) for d in diffs]) / math.sqrt(2)
+    diffs = [abs(b - a) for a, b in itertools.pairwise(xs)]
+    local = _MAD_TO_SIGMA * statistics.median(diffs) / math.sqrt(2)
     half = max(1, len(xs) // 2)
     return math.sqrt(2) * _MEDIAN_EFFICIENCY * AUTOCORR_FACTOR * local / math.sqrt(half) / med
 
@@ -142,6 +156,16 @@ def _validate(step_times: Sequence[float]) -> tuple[list[float], int]:
         values.append(x)
     missing = sum(math.isnan(x) for x in values)
     return values, missing
+
+
+def _unit(values: Sequence[float]) -> float:
+    """A power of two that brings the largest finite value to [0.5, 1), when values are large
+    or small enough for squares and sums to leave the float range; else 1.0 (no copy)."""
+    top = max(filter(math.isfinite, values), default=0.0)
+    low = min(filter(math.isfinite, values), default=1.0)
+    if not top > 0 or (top < 1e100 and low > 1e-100):
+        return 1.0
+    return math.ldexp(1.0, -math.frexp(top)[1])
 
 
 def parse_window(text: str, option: str = "--window") -> Window:
@@ -193,44 +217,64 @@ def summarize_run(
     the 0-based step numbers they belong to. NaN marks a missing value and is left out.
     """
     values, missing = _validate(step_times)
+    # Computed in units of a power of two near the largest step time (exact: only the
+    # exponent changes), so squares and sums of a corrupt 1e300 s step cannot overflow.
+    scale = _unit(values)
+    if scale != 1.0:
+        values = [x * scale for x in values]
     n = len(values)
-    numbers = list(range(n)) if step_numbers is None else [int(s) for s in step_numbers]
+    if step_numbers is None:
+        numbers: Sequence[int] = range(n)
+    elif isinstance(step_numbers, array | range):  # integers already: no copy of a long run
+        numbers = step_numbers
+    else:
+        numbers = [int(s) for s in step_numbers]
     if len(numbers) != n:
         raise PerfgateError(f"step_numbers has {len(numbers)} entries for {n} step times")
     fixed = _parse_window(window)
     method = "mser5" if fixed is None else "fixed"
-    pairs = [(s, x) for s, x in zip(numbers, values, strict=True) if not math.isnan(x)]
+    # Two lists, not (step, time) pairs: a million-step run's tuples cost 64 bytes a step.
+    if missing:
+        kept = [i for i, x in enumerate(values) if not math.isnan(x)]
+        nums, vals = [numbers[i] for i in kept], [values[i] for i in kept]
+    else:
+        nums, vals = numbers, values
 
     if fixed is not None:
         first, last = fixed
-        if not pairs or pairs[-1][0] < last:
-            end = pairs[-1][0] if pairs else "-"
+        if not nums or nums[-1] < last:
+            end = nums[-1] if nums else "-"
             reason = f"run ends at step {end}; fixed window {first}:{last} needs step {last}"
             return _not_steady(n, method, reason, missing)
-        steady = [(s, x) for s, x in pairs if first <= s <= last]
+        inside = [i for i, s in enumerate(nums) if first <= s <= last]
+        steady_nums, xs = [nums[i] for i in inside], [vals[i] for i in inside]
         min_steps = min(MIN_STEADY_STEPS, last - first + 1)
     else:
-        if len(pairs) < MIN_SKIP_STEPS + MIN_STEADY_STEPS:
+        if len(vals) < MIN_SKIP_STEPS + MIN_STEADY_STEPS:
             reason = (
-                f"only {len(pairs)} step times; warm-up removal needs at least "
+                f"only {len(vals)} step times; warm-up removal needs at least "
                 f"{MIN_SKIP_STEPS + MIN_STEADY_STEPS}"
             )
             return _not_steady(n, method, reason, missing)
-        rest = [x for _, x in pairs[MIN_SKIP_STEPS:]]
+        rest = vals[MIN_SKIP_STEPS:]
         tail = rest[len(rest) // 2 :]
         ref = statistics.median(tail)
         clipped = _clip(rest, ref, _clip_width(tail, ref))
-        max_cut = max(0, len(pairs) // 2 - MIN_SKIP_STEPS)
+        del rest, tail
+        max_cut = max(0, len(vals) // 2 - MIN_SKIP_STEPS)
         cut = mser5_cut(clipped, max_cut)
-        steady = pairs[MIN_SKIP_STEPS + cut :]
+        del clipped
+        steady_nums, xs = nums[MIN_SKIP_STEPS + cut :], vals[MIN_SKIP_STEPS + cut :]
         min_steps = MIN_STEADY_STEPS
 
-    if len(steady) < min_steps:
-        reason = f"only {len(steady)} steady step times; need at least {min_steps}"
+    if len(xs) < min_steps:
+        reason = f"only {len(xs)} steady step times; need at least {min_steps}"
         return _not_steady(n, method, reason, missing)
 
-    xs = [x for _, x in steady]
     med = statistics.median(xs)
+    if not med > 0:  # values 600 orders of magnitude apart underflowed to 0 in the common unit
+        reason = "step times span more orders of magnitude than a float can hold together"
+        return _not_steady(n, method, reason, missing)
     cv = _mad_sigma(xs, med) / med
     clipped = _clip(xs, med, _clip_width(xs, med))
     se = _MEDIAN_EFFICIENCY * batch_means_se(clipped)
@@ -251,12 +295,12 @@ def summarize_run(
         n_steps=n,
         steady=reason is None,
         window_method=method,
-        window_start=steady[0][0],
-        window_end=steady[-1][0],
+        window_start=steady_nums[0],
+        window_end=steady_nums[-1],
         n_steady=len(xs),
-        median_s=med,
-        mean_s=statistics.fmean(xs),
-        se_s=se,
+        median_s=med / scale,
+        mean_s=statistics.fmean(xs) / scale,
+        se_s=se / scale,
         cv=cv,
         spike_fraction=spikes,
         reason=reason,

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from perfgate.catalog import Row
+from perfgate.charset import printable
 from perfgate.errors import ConfigError
 from perfgate.launch import LaunchSession, images
 from perfgate.launch.digests import ImageDigests
@@ -39,7 +40,7 @@ def say(config: pytest.Config, line: str) -> None:
         return
     with _uncaptured(config):
         _fresh_line(tr)
-        tr.write_line(line)
+        tr.write_line(printable(line))
 
 
 def _uncaptured(config: pytest.Config) -> Any:

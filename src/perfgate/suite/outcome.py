@@ -10,6 +10,7 @@ import warnings
 
 import pytest
 
+from perfgate.charset import printable
 from perfgate.verdicts import IMPROVEMENT, INFRA, REGRESSION, WARN, Evaluation
 
 
@@ -19,11 +20,12 @@ class PerfgateWarning(UserWarning):
 
 def assert_verdict(ev: Evaluation, strict: bool = False) -> None:
     """Turn an evaluation into the test's outcome; --strict fails the warning verdicts."""
+    message = printable(ev.message)  # printed on the terminal: log text must not act on it
     if ev.verdict in (REGRESSION, INFRA):
-        pytest.fail(ev.message, pytrace=False)
+        pytest.fail(message, pytrace=False)
     if ev.verdict in WARN:
         if strict:
-            pytest.fail(f"{ev.message} (--strict)", pytrace=False)
-        warnings.warn(PerfgateWarning(ev.message), stacklevel=2)
+            pytest.fail(f"{message} (--strict)", pytrace=False)
+        warnings.warn(PerfgateWarning(message), stacklevel=2)
     elif ev.verdict == IMPROVEMENT:
-        warnings.warn(PerfgateWarning(ev.message), stacklevel=2)
+        warnings.warn(PerfgateWarning(message), stacklevel=2)

@@ -19,6 +19,7 @@ import pytest
 
 from perfgate import verdicts
 from perfgate.catalog import Row
+from perfgate.charset import printable
 from perfgate.errors import PerfgateError
 from perfgate.report import bench, extras, junit
 from perfgate.report.environment import login_metadata
@@ -123,7 +124,7 @@ def perfgate_evaluation(request: pytest.FixtureRequest, perfgate_row: Row) -> Ev
     except PerfgateError as e:  # e.g. an unknown override path: one line, no traceback
         ev, error = None, f"{perfgate_row.id}: {e}"
     if error:
-        pytest.fail(error, pytrace=False)
+        pytest.fail(printable(error), pytrace=False)
     request.node.stash.setdefault(ITEM, {})["evaluation"] = ev
     request.node.user_properties.extend(junit.properties(ev))
     bench.feed_evaluation(request, ev)

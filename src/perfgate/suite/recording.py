@@ -23,7 +23,7 @@ from perfgate.history import nodes, records
 from perfgate.history.store import HistoryStore, Session
 from perfgate.history.trend import Point, off_slow_nodes
 from perfgate.rowrecord import RowRecord
-from perfgate.secrets import redact
+from perfgate.secrets import mask_env_args, redact
 from perfgate.suite.settings import Settings
 
 
@@ -148,7 +148,7 @@ class HistoryRecorder:
                         ),
                         perfgate_version=_version(),
                         git_describe=_git_describe(self.root),
-                        command=redact(shlex.join(["pytest", *self.args])),
+                        command=redact(shlex.join(["pytest", *mask_env_args(self.args)])),
                     )
                 )
             self.store.add_runs(

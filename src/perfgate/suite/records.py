@@ -13,7 +13,7 @@ from perfgate import verdicts
 from perfgate.catalog import Row
 from perfgate.report import dryrun, results
 from perfgate.rowrecord import RowRecord
-from perfgate.secrets import redact
+from perfgate.secrets import recorded, redact
 from perfgate.suite.settings import Settings, repro_command
 
 
@@ -42,7 +42,7 @@ def session_info(settings: Settings, deselected: list[str]) -> dict[str, Any]:
             "confirm_inconclusive": settings.confirm_inconclusive,
             "fdr": settings.fdr,
             "overrides": launch.overrides,
-            "env": launch.env,
+            "env": recorded(launch.env),  # knobs' values; every other variable's is ***
             "replay": str(settings.replay) if settings.replay else None,
         },
     }
@@ -72,6 +72,7 @@ def row_record(
         plan=info.get("plan"),
         description=info.get("description"),
         skip_reason=info.get("skip_reason") or skipped,
+        window=settings.window,
     )
     if ev is None and report.failed:
         lines = report.longreprtext.splitlines() if report.longreprtext else ["error"]

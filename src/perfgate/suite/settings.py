@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 
 from perfgate import inputs, stats
+from perfgate.charset import ENV_NAME
 from perfgate.errors import ConfigError
 from perfgate.history.store import DEFAULT_NAME
 from perfgate.launch import checks
 from perfgate.launch.types import LaunchOptions
-from perfgate.secrets import is_secret
+from perfgate.secrets import MASK, is_knob, is_secret
 from perfgate.stats import priors
 from perfgate.suite.preflight import DEFAULT_MAX_GPU_HOURS
 from perfgate.workload.overrides import parse_overrides
@@ -384,5 +385,21 @@ def run_args(config: pytest.Config) -> list[str]:
 
 
 def repro_command(nodeid: str, settings: Settings) -> str:
-    """The pytest command that reruns one row with the same run-shaping options."""
-    return shlex.join(["pytest", nodeid, *settings.cli_args])
+    """The pytest command that reruns one row with the same run-shaping options.
+
+    A --env variable that is not a performance knob is written `--env "NAME=$NAME"`: its
+    value is never stored, the shell that reruns the command supplies it.
+    """
+    args, words = settings.cli_args, []
+    for i, arg in enumerate(args):
+        if i and args[i - 1] == "--env" and _hidden_assignment(arg):
+            name = arg.partition("=")[0]
+            words.append(f'"{name}=${name}"' if ENV_NAME.fullmatch(name) else f"{name}={MASK}")
+        else:
+            words.append(shlex.quote(arg))
+    return " ".join([shlex.join(["pytest", nodeid]), *words])
+
+
+def _hidden_assignment(item: str) -> bool:
+    name, sep, _ = item.partition("=")
+    return bool(sep) and not is_knob(name)

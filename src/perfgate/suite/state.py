@@ -22,6 +22,7 @@ import pytest
 
 from perfgate import catalog, launch, verdicts
 from perfgate.catalog import Row
+from perfgate.charset import printable
 from perfgate.errors import PerfgateError
 from perfgate.report import dryrun, results, signoff, table, trend
 from perfgate.report.environment import environment
@@ -360,7 +361,7 @@ class PerfgateState:
             dryrun.write_summary(tr, recs, verbosity, self.settings.confirm)
         else:
             for line in signoff.terminal_lines(recs, self.report_session()):
-                tr.write_line(line)
+                tr.write_line(printable(line))
         if self.results is not None:
             tr.write_line(f"results: {self.results.path}")
         rec = self.recorder

@@ -95,7 +95,7 @@ def evaluate_ab(
             return infra(row, source, result, "TOO_FEW_STEPS", why, ab=ab, **common)
         if not run.series.valid:
             why = f"{where}: {run.series.invalid_reason}"
-            return infra(row, source, result, "NAN", why, ab=ab, **common)
+            return infra(row, source, result, run.series.cause, why, ab=ab, **common)
     comp = pairs_rule.judge(
         [r.series.step_times for r in base],  # type: ignore[union-attr]
         [r.series.step_times for r in cand],  # type: ignore[union-attr]

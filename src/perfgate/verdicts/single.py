@@ -16,6 +16,7 @@ from typing import Any
 
 from perfgate import flops, stats
 from perfgate.catalog import Baseline, Row
+from perfgate.charset import printable
 from perfgate.history import trend
 from perfgate.logs import StepSeries
 from perfgate.runs import Diagnosis, RunRecord, RunResult
@@ -114,8 +115,7 @@ def convention_of(row: Row, convention: str | None = None) -> str:
 
 
 def _peak_memory(series: StepSeries) -> float | None:
-    peaks = [s.peak_memory_gib for s in series.steps if s.peak_memory_gib is not None]
-    return max(peaks) if peaks else None
+    return series.peak_memory_gib  # from the columns: no Step object per step
 
 
 def throughput(
@@ -227,7 +227,7 @@ def evaluate(
         return infra(row, source, result, "TOO_FEW_STEPS", "no step times were recorded", **common)
     if not series.valid:
         return infra(
-            row, source, result, "NAN", str(series.invalid_reason), series=series, **common
+            row, source, result, series.cause, str(series.invalid_reason), series=series, **common
         )
     measured, why = measure(row, series, window)
     if measured is None:
@@ -309,9 +309,7 @@ def pooled_measured(
     # Between runs (launch-to-launch noise included) when there are several, else within one.
     se = p["spread_s"] / math.sqrt(k) if p["spread_s"] is not None else summaries[0].se_s
     tokens, tflops, mfu, peak = throughput(row, p["step_time_s"])
-    memory = [
-        s.peak_memory_gib for r in runs if r.series for s in r.series.steps if s.peak_memory_gib
-    ]
+    memory = [m for r in runs if r.series and (m := r.series.peak_memory_gib)]
     return Measured(
         step_time_s=p["step_time_s"],
         se_s=se,
@@ -373,7 +371,8 @@ def mode_label(mode: str) -> str:
 
 
 def infra_text(ev: Evaluation) -> str:
-    """The error of a failed job: the one-line cause, then the redacted log tail."""
+    """The error of a failed job: the one-line cause, then the redacted log tail, with every
+    control character of the log shown as an escape (it is printed on a terminal)."""
     lines = [ev.message]
     res = ev.result
     if res is not None and res.diagnosis is not None:
@@ -384,4 +383,4 @@ def infra_text(ev: Evaluation) -> str:
             lines.append(f"logs: {', '.join(res.log_paths[-3:])}")
         if d.log_tail:
             lines += ["--- log tail ---", redact(d.log_tail)]
-    return "\n".join(lines)
+    return printable("\n".join(lines))

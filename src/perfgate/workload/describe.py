@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from perfgate.catalog.rows import Row
+from perfgate.secrets import recorded
 from perfgate.workload import backends
 
 
@@ -26,6 +27,8 @@ def describe(
     overrides = overrides or {}
     face = backends.get(row.backend)
     env = face.env_defaults(row, overrides)
-    env_text = "\n".join(f"  {k}={v}" for k, v in sorted({**env, **row.env}.items()))
+    # The row's variables that are not performance knobs are shown masked (perfgate.secrets).
+    shown = {**env, **recorded(row.env)}
+    env_text = "\n".join(f"  {k}={v}" for k, v in sorted(shown.items()))
     head = f"workload {row.id} (backend {row.backend})\nenvironment set in the job:\n{env_text}\n"
     return head + face.describe(row, steps, overrides, use_nemo)

@@ -6,7 +6,9 @@ Order, later wins:
   3. the row's `env` (baselines/<gpu>.json);
   4. the user's `--env` / `--env-file` (spec.env);
   5. perfgate's own variables (RANK, WORLD_SIZE, LOCAL_RANK, PERFGATE_*).
-Secrets are only ever inherited (2): the spec never holds them.
+Secrets are only ever inherited (2): the spec never holds them. Nor does it hold the value of
+any variable that is not a performance knob: spec.json shows it as *** (perfgate.secrets),
+and the rank inherits its value from the job, which set it (perfgate.launch.jobcontext).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 from perfgate import hardware
 from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
-from perfgate.secrets import is_secret
+from perfgate.secrets import MASK, is_secret
 
 
 def _checked(origin: str, env: Mapping[str, Any]) -> dict[str, str]:
@@ -33,7 +35,8 @@ def _checked(origin: str, env: Mapping[str, Any]) -> dict[str, str]:
             raise ConfigError(
                 f"{origin}.{name}: secrets travel by the job's environment only, not in specs"
             )
-        out[name] = str(value)
+        if value != MASK:  # *** : the value is in the environment the rank inherited
+            out[name] = str(value)
     return out
 
 

@@ -16,6 +16,7 @@ from perfgate.logs.formats.base import (
     Shape,
     Span,
     count_of,
+    integer,
     records_of,
 )
 from perfgate.logs.formats.fields import between_stamps, log_time, throughput_deriver
@@ -53,7 +54,7 @@ def _step(span: Span) -> Record | None:
     if labels:
         v["num_label_tokens"] = float(labels.group(1))
     # train_ft's step counter is 0-based (logged before it is incremented).
-    return Record(AUTOMODEL, int(span.match.group(1)), v, time=log_time(line, prev_end, start))
+    return Record(AUTOMODEL, integer(span.match.group(1)), v, time=log_time(line, prev_end, start))
 
 
 def automodel_step_times(

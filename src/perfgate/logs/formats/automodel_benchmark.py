@@ -21,6 +21,7 @@ from perfgate.logs.formats.base import (
     Shape,
     Span,
     count_of,
+    integer,
 )
 from perfgate.logs.formats.fields import fraction
 
@@ -29,7 +30,7 @@ AM_TIME = "automodel_iter_time"  # Automodel benchmark `Max iter time: X seconds
 AM_MFU = "automodel_mfu"  # Automodel benchmark `MFU: Y%` (follows Max iter time)
 AM_SUMMARY = "automodel_summary"  # `Average iteration time: ...` / `Average MFU: ...`
 
-_ITERATION = re.compile(r"Rank (\d+) \| Iteration (\d+)\b")
+_ITERATION = re.compile(r"Rank (\d{1,6}) \| Iteration (\d+)\b")
 _ITER_TIME = re.compile(r"Max iter time: (" + NUM + ") seconds")
 _MFU = re.compile(r"(?<!Average )MFU: (" + NUM + ")%")
 _AVERAGE_TIME = re.compile(
@@ -51,7 +52,7 @@ def _iteration(span: Span) -> Record:
     if loss:
         v["loss"] = float(loss.group(1))
     m = span.match
-    return Record(AM_ITER, int(m.group(2)), v, rank=int(m.group(1)))
+    return Record(AM_ITER, integer(m.group(2)), v, rank=int(m.group(1)))
 
 
 def _iter_time(span: Span) -> Record:

@@ -12,8 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
-# A logged number: `1.249e+03`, `2e+3`, `.5`, `nan`, `inf`.
-NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf)"
+# A logged number: `1.249e+03`, `2e+3`, `.5`, `nan`, `-inf` (the sign is the prefix's: a
+# `-inf` alternative matched `--inf`, which float() refuses).
+NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf)"
 NUM_RE = re.compile(NUM)
 
 # No training run logs a step number this large: a line that says so is corrupt, not a record
@@ -31,6 +32,12 @@ class Record:
     rank: int | None = None  # from the line's srun/torchrun label or the record's own [Rank r]
     time: float | None = None  # the line's log timestamp (POSIX seconds), where it has one
     seq: int = 0  # position among all records of the file
+
+
+def integer(text: str) -> int:
+    """A logged step number or count (digits): one of more digits than any run logs reads as
+    beyond MAX_STEP, so its record is dropped (int() of a 4300-digit string raises)."""
+    return int(text) if len(text) <= 18 else 10 * MAX_STEP
 
 
 def number(text: str) -> float | None:
@@ -60,6 +67,28 @@ class Span(NamedTuple):
 
 
 Builder = Callable[[Span], Record | None]
+# A dense shape's step number from its anchor's groups and the step fields read (e.g. NeMo 2's
+# global_step); the builder uses the same function, so both ways agree.
+StepOf = Callable[[tuple[str | None, ...], dict[str, float]], int]
+# The same for many lines at once: the anchor's groups and the step fields as columns.
+StepsOf = Callable[[list[list[str]], dict[str, list[float]]], list[int]]
+
+
+@dataclass(frozen=True, slots=True)
+class Dense:
+    """How the lines of a shape printed once per step are read in bulk (perfgate.logs.template).
+
+    The anchor is followed by `| key: value` fields only (the builder reads them with
+    fields.pipe_fields). values: (record value, the keys it is read from by precedence, unit:
+    1000.0 for ms, a decimal shift); step_keys: fields read only for step_of; fields_at: where
+    the fields start relative to the anchor's end (-1: the anchor ends with the first `|`).
+    """
+
+    values: tuple[tuple[str, tuple[str, ...], float], ...]
+    step_of: StepOf
+    steps_of: StepsOf  # step_of over columns (the template lane's bulk reads)
+    step_keys: tuple[str, ...] = ()
+    fields_at: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +98,8 @@ class Shape:
     gate is a substring every match of regex contains: the regex runs only on lines holding
     it, and one `in` test is far cheaper than a regex search. all_ranks: every rank may print
     the line, so only the lowest ranks' records are kept (perfgate.logs.collect).
+    dense: the shape's records are kept as columns and its lines matched by learned
+    templates (perfgate.logs.template), so a million-step log stays fast and small.
     """
 
     gate: str
@@ -76,6 +107,7 @@ class Shape:
     regex: re.Pattern[str]
     build: Builder
     all_ranks: bool = False
+    dense: Dense | None = None  # one line per step: read in bulk after the first (template)
 
 
 class PartReport(Protocol):

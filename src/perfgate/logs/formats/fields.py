@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from decimal import Decimal
 
-from perfgate.logs.formats.base import NUM_RE, Derive, Deriver, PartReport, Record, number
+from perfgate.logs.formats.base import NUM_RE, Dense, Derive, Deriver, PartReport, Record, number
 
 GIB = float(1 << 30)
 
@@ -40,6 +40,28 @@ def put(values: dict[str, float], key: str, raw: str | None, per: float = 1.0) -
         values[key] = x
     else:
         values[key] = x / per if per != 1.0 else x
+
+
+def put_dense(values: dict[str, float], fields: dict[str, str], dense: Dense) -> None:
+    """The values of a dense shape's fields, each from the first non-empty key it names."""
+    for name, keys, per in dense.values:
+        raw = next((fields[k] for k in keys if fields.get(k)), None)
+        put(values, name, raw, per)
+
+
+def milli(text: str) -> float:
+    """A logged number of milliseconds in seconds, as put(..., 1000.0) converts it.
+
+    The decimal exponent of the text moves by three (1510.4 ms is read as 1510.4e-3 s =
+    1.5104, correctly rounded like Decimal's scaleb, which costs ten times as much);
+    exponents and non-finite values take put's own path.
+    """
+    try:
+        return float(text + "e-3")  # digits and a point only: the exact decimal, in s
+    except ValueError:  # 1.5e3, nan, inf
+        probe: dict[str, float] = {}
+        put(probe, "x", text, 1000.0)
+        return probe["x"]
 
 
 def fraction(percent: float) -> float:

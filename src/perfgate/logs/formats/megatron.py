@@ -14,15 +14,17 @@ from collections import defaultdict
 from perfgate.logs.formats.base import (
     NUM,
     ByKind,
+    Dense,
     Family,
     LogFormat,
     PartReport,
     Record,
     Shape,
     Span,
+    integer,
     rank_key,
 )
-from perfgate.logs.formats.fields import GIB, pipe_fields, put
+from perfgate.logs.formats.fields import GIB, pipe_fields, put, put_dense
 from perfgate.logs.series import log_interval_of
 
 MEGATRON = "megatron"  # Megatron-LM / Megatron-Bridge `iteration N/ M | ...` line
@@ -30,9 +32,9 @@ STEP_TIME = "step_time"  # Megatron-Bridge `Step Time : X.XXs ...` line (no step
 MEMORY = "memory"  # Megatron `[Rank r] (after N iterations) memory (GB|MB) | ...` line
 
 _ITERATION = re.compile(r"iteration\s+(\d+)/\s*(\d+)\s*\|")
-_STEP_TIME = re.compile(r"(?:\[Rank (\d+)\]\s*)?Step Time\s*:\s*(" + NUM + r")\s*s")
+_STEP_TIME = re.compile(r"(?:\[Rank (\d{1,6})\]\s*)?Step Time\s*:\s*(" + NUM + r")\s*s")
 # 2020 Megatron-LM printed `after 100 iterations memory (MB) | ... | max cached: ...`.
-_MEMORY = re.compile(r"(?:\[Rank (\d+)\]\s*)?\(?after (\d+) iterations\)? memory \((GB|MB)\)")
+_MEMORY = re.compile(r"(?:\[Rank (\d{1,6})\]\s*)?\(?after (\d+) iterations\)? memory \((GB|MB)\)")
 _GPU_UTIL = re.compile(r"\s*GPU utilization:\s*(" + NUM + r")\s*(?:MODEL_)?TFLOP/s/GPU")
 # Megatron-LM 2019-2020 (pretrain_gpt2.py): `| learning rate 1.210E-04 | lm loss 1.112287E-01 |`.
 _LM_LOSS_NO_COLON = re.compile(r"\|\s*lm loss (" + NUM + r")\s*\|")
@@ -44,25 +46,40 @@ _GIB_PER_MB = GIB / _MB
 _MEM_FIELDS = ("mem_allocated_gib", "mem_peak_gib", "mem_reserved_gib")
 
 
+def _step_of(groups: tuple[str | None, ...], read: dict[str, float]) -> int:
+    return integer(groups[0] or "0") - 1  # Megatron numbers iterations from 1 (completed steps)
+
+
+def _steps_of(anchor: list[list[str]], read: dict[str, list[float]]) -> list[int]:
+    return [integer(s) - 1 for s in anchor[0]]
+
+
+DENSE = Dense(
+    values=(
+        ("step_time_s", ("elapsed time per iteration (ms)",), 1000.0),
+        ("tflops_per_gpu", ("throughput per GPU (TFLOP/s/GPU)", "TFLOPs"), 1.0),
+        # GPT models report `lm loss`; others (DiT, world models) their loss dict's `loss`.
+        ("loss", ("lm loss", "loss"), 1.0),
+        ("grad_norm", ("grad norm",), 1.0),
+        ("nan_iterations", ("number of nan iterations",), 1.0),
+    ),
+    step_of=_step_of,
+    steps_of=_steps_of,
+    fields_at=-1,
+)
+
+
 def _iteration(span: Span) -> Record | None:
     line, end, stop = span.line, span.end, span.stop
     f = pipe_fields(line[end - 1 : stop])
-    ms = f.get("elapsed time per iteration (ms)")
-    if ms is None:
+    if f.get("elapsed time per iteration (ms)") is None:
         return None
     v: dict[str, float] = {}
-    put(v, "step_time_s", ms, 1000.0)
-    put(v, "tflops_per_gpu", f.get("throughput per GPU (TFLOP/s/GPU)") or f.get("TFLOPs"))
-    # GPT models report `lm loss`; others (DiT, world models) their loss dict's `loss`.
-    put(v, "loss", f.get("lm loss") or f.get("loss"))
+    put_dense(v, f, DENSE)
     if "loss" not in v:
         old = _LM_LOSS_NO_COLON.search(line, end - 1, stop)
         put(v, "loss", old.group(1) if old else None)
-    put(v, "grad_norm", f.get("grad norm"))
-    put(v, "nan_iterations", f.get("number of nan iterations"))
-    put(v, "skipped_iterations", f.get("number of skipped iterations"))
-    # Megatron numbers iterations from 1 (the count of completed steps).
-    return Record(MEGATRON, int(span.match.group(1)) - 1, v)
+    return Record(MEGATRON, _step_of(span.match.groups(), {}), v)
 
 
 def _step_time(span: Span) -> Record:
@@ -91,7 +108,7 @@ def _memory(span: Span) -> Record:
         put(v, "mem_peak_gib", f.get("max allocated"), _GIB_PER_MB)
         put(v, "mem_reserved_gib", f.get("max reserved") or f.get("max cached"), _GIB_PER_MB)
     rank = int(m.group(1)) if m.group(1) else None
-    return Record(MEMORY, int(m.group(2)) - 1, v, rank=rank)
+    return Record(MEMORY, integer(m.group(2)) - 1, v, rank=rank)
 
 
 def pair_step_time(
@@ -185,7 +202,7 @@ def _megatron_score(by_kind: ByKind) -> int:
 FAMILY = Family(
     markers=(b"teration", b"Step Time"),
     shapes=(
-        Shape("iteration", MEGATRON, _ITERATION, _iteration, all_ranks=True),
+        Shape("iteration", MEGATRON, _ITERATION, _iteration, all_ranks=True, dense=DENSE),
         Shape("Step Time", STEP_TIME, _STEP_TIME, _step_time),
         Shape("iteration", MEMORY, _MEMORY, _memory),
     ),

@@ -16,6 +16,7 @@ from perfgate.logs.formats.base import (
     Shape,
     Span,
     count_of,
+    integer,
     records_of,
 )
 from perfgate.logs.formats.fields import between_stamps, fraction, log_time, throughput_deriver
@@ -50,7 +51,7 @@ def _step(span: Span) -> Record:
             continue
         v[_KEYS[key]] = fraction(x) if key.endswith("mfu") else x
     # TorchTitan's train_state.step is 1-based (incremented before the step runs).
-    step = int(span.match.group(1).replace(",", "")) - 1
+    step = integer(span.match.group(1).replace(",", "")) - 1
     return Record(TITAN, step, v, time=log_time(span.line, span.prev_end, span.start))
 
 

@@ -19,6 +19,7 @@ from perfgate.logs.formats.base import (
     Shape,
     Span,
     count_of,
+    integer,
     number,
     records_of,
 )
@@ -35,7 +36,7 @@ _TQDM_BAR = re.compile(r"\|\s*(\d+)/\d+\s*\[|(\d+)it\s*\[")  # `| 7/15 [` or `1i
 
 def _delta(span: Span) -> Record:
     m = span.match
-    return Record(NEMO_DELTA, int(m.group(1)), {"step_time_s": float(m.group(2))})
+    return Record(NEMO_DELTA, integer(m.group(1)), {"step_time_s": float(m.group(2))})
 
 
 def _tqdm(span: Span) -> Record | None:
@@ -61,7 +62,7 @@ def _tqdm(span: Span) -> Record | None:
         bar = _TQDM_BAR.search(line, prev_end, start)
         if bar is None:
             return None
-        gs = int(bar.group(1) or bar.group(2)) - 1
+        gs = integer(bar.group(1) or bar.group(2)) - 1
     return Record(TQDM, int(gs), v)
 
 
