@@ -17,7 +17,7 @@ from perfgate import cli_history, flops, logs, stats
 from perfgate.catalog import FLOPS_CONVENTIONS, TASKS, Baseline, Provenance, load_catalog, load_file
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.report import format as fmt
-from perfgate.report import render, results, signoff, table
+from perfgate.report import render, sessionfiles, signoff, table
 from perfgate.stats import (
     ALPHA,
     DEFAULT_TOLERANCE,
@@ -348,7 +348,7 @@ def _add_report_command(sub: argparse._SubParsersAction) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    data = results.read(args.results)
+    data = sessionfiles.read(args.results)
     records = table.worst_first(list(data["rows"].values()))
     if args.html:
         render.render_file(args.results, args.html)

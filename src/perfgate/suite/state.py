@@ -22,7 +22,7 @@ import pytest
 from perfgate import catalog, launch, verdicts
 from perfgate.catalog import Row
 from perfgate.errors import PerfgateError
-from perfgate.report import dryrun, results, signoff, table, trend
+from perfgate.report import dryrun, sessionfiles, signoff, table, trend
 from perfgate.report.environment import environment
 from perfgate.rowrecord import RowRecord
 from perfgate.suite import preflight, records, replay, updates
@@ -50,7 +50,7 @@ class PerfgateState:
         self.runner: LiveRunner | None = None
         self.index: replay.ReplayIndex | None = None
         self.records: dict[str, RowRecord] = {}
-        self.results: results.ResultsFile | None = None
+        self.results: sessionfiles.ResultsFile | None = None
         self.update: updates.Update | None = None  # what --update-baselines did
         self.recorder = HistoryRecorder(
             settings, Path(config.rootpath), self.is_worker, config.invocation_params.args
@@ -229,14 +229,24 @@ class PerfgateState:
         when the history has one) and rewrite results.json with it."""
         self.records[rec["row_id"]] = rec
         if self.results is None:
-            path = self.settings.results_dir / "results.json"
-            self.results = results.ResultsFile(path, self.session_info())
+            self.results = self.results_file()
         self.recorder.add(rec)
         if rec.get("verdict") not in ("SKIPPED", DRY_RUN):
             rec["trend"] = trend.trend_record(self.recorder.runs(rec["row_id"]))
         self.results.add(rec)
         if self.settings.mode == "live":
             say(self.config, f"perfgate: {rec['row_id']} done: {rec['verdict']}")
+
+    def results_file(self) -> sessionfiles.ResultsFile:
+        """This session's own results.json (the results-dir's results.json follows live and
+        replay sessions only: a dry run never hides real results)."""
+        s = self.settings
+        folder = sessionfiles.new_session_dir(s.results_dir, s.mode)
+        points = s.mode in sessionfiles.POINTING_MODES
+        pointer = s.results_dir / sessionfiles.POINTER if points else None
+        return sessionfiles.ResultsFile(
+            folder / "results.json", self.session_info(), pointer, durable=points
+        )
 
     def interrupted(self) -> None:
         """Ctrl-C: cancel what the signal handler has not, and say what was cancelled."""
@@ -264,6 +274,8 @@ class PerfgateState:
             self.update_baselines()
         if self.results is not None:
             self.results.finish(environment(self.record_list(), self.session_info()), metadata)
+            if self.settings.mode == "dry-run":
+                sessionfiles.prune_dry_runs(self.settings.results_dir)
 
     def write_summary(self, tr: Any, verbosity: int) -> None:
         """The perfgate section of the terminal summary (tr: pytest's terminal reporter)."""
@@ -275,7 +287,9 @@ class PerfgateState:
             for line in signoff.terminal_lines(recs):
                 tr.write_line(line)
         if self.results is not None:
-            tr.write_line(f"results: {self.results.path}")
+            pointer = self.results.pointer
+            latest = f" (latest: {pointer})" if pointer is not None else ""
+            tr.write_line(f"results: {self.results.path}{latest}")
         rec = self.recorder
         if rec.error:
             tr.write_line(f"history: {rec.error}", yellow=True)
