@@ -56,7 +56,8 @@ def dry_run(baselines: Path, results: Path) -> tuple[float, float, int]:
     """(wall seconds, pytest's own seconds, rows passed) of one dry run of the catalog."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")])
-    cmd = [sys.executable, "-m", "pytest", "--dry-run", "--all-rows", "-q", "-p", "no:cacheprovider"]
+    cmd = [sys.executable, "-m", "pytest", "--dry-run", "--all-rows", "-q"]
+    cmd += ["-p", "no:cacheprovider"]
     cmd += [f"--baselines-dir={baselines}", f"--results-dir={results}", "--history=off"]
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)

@@ -64,7 +64,8 @@ def test_a_session_killed_mid_write_loses_no_finished_row(tmp_path, monkeypatch)
 def test_only_live_and_replay_sessions_move_the_pointer(tmp_path):
     pointer = tmp_path / "results.json"
     live = sessionfiles.ResultsFile(
-        sessionfiles.new_session_dir(tmp_path, "replay") / "results.json", {"mode": "replay"},
+        sessionfiles.new_session_dir(tmp_path, "replay") / "results.json",
+        {"mode": "replay"},
         pointer,
     )
     live.add({"row_id": "a", "verdict": "REGRESSION"})
@@ -89,8 +90,10 @@ def test_two_sessions_sharing_a_results_dir_keep_both_files(tmp_path):
     pointer = tmp_path / "results.json"
     files = [
         sessionfiles.ResultsFile(
-            sessionfiles.new_session_dir(tmp_path, "live") / "results.json", {"mode": "live"},
-            pointer, durable=False,
+            sessionfiles.new_session_dir(tmp_path, "live") / "results.json",
+            {"mode": "live"},
+            pointer,
+            durable=False,
         )
         for _ in range(2)
     ]
@@ -101,12 +104,14 @@ def test_two_sessions_sharing_a_results_dir_keep_both_files(tmp_path):
             f.add({"row_id": f"{name}{i}", "verdict": "PASS"})
         f.finish({})
 
-    threads = [threading.Thread(target=session, args=(f, n)) for f, n in zip(files, "ab")]
+    threads = [
+        threading.Thread(target=session, args=(f, n)) for f, n in zip(files, "ab", strict=True)
+    ]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    for f, name in zip(files, "ab"):
+    for f, name in zip(files, "ab", strict=True):
         assert len(json.loads(f.path.read_text())["rows"]) == 50
         assert set(json.loads(f.path.read_text())["rows"]) == {f"{name}{i}" for i in range(50)}
     last = sessionfiles.read(pointer)

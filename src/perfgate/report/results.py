@@ -18,13 +18,12 @@ from typing import Any
 from perfgate import catalog
 from perfgate.errors import PerfgateError
 from perfgate.launch.types import JobPlan
+from perfgate.report.sessionfiles import now
 from perfgate.rowrecord import RowRecord, RunEntry
 from perfgate.runs import RunRecord
 from perfgate.secrets import redact
-from perfgate.report.sessionfiles import now
 from perfgate.stats import summarize_run
 from perfgate.verdicts import Evaluation
-
 
 
 def _finite(x: float | None) -> float | None:

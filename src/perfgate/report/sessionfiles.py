@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from perfgate import atomic, inputs
+from perfgate import atomic, inputs, limits
 from perfgate.errors import ConfigError
 from perfgate.rowrecord import RowRecord
 from perfgate.stats import json_ready
@@ -155,7 +155,10 @@ def read(path: str | os.PathLike[str]) -> dict[str, Any]:
     one-line error names the file and what is wrong."""
     path = Path(path)
     try:
-        data = json.loads(inputs.read_text(path, ConfigError))
+        text = inputs.read_text(
+            path, ConfigError, max_bytes=limits.MAX_RESULTS_BYTES, what="results.json"
+        )
+        data = json.loads(text)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such results file") from None
     except (OSError, ValueError) as e:

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate import inputs, limits
 from perfgate.errors import ConfigError
 
 MAX_DF = 1000.0  # above this the scaled F is the scaled chi-square for every purpose here
@@ -195,7 +196,10 @@ def read_prior(path: str | Path) -> NoisePrior:
     """A prior written by `perfgate calibrate`; a one-line error names the file and field."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = inputs.read_text(
+            path, ConfigError, max_bytes=limits.MAX_SMALL_FILE_BYTES, what="noise prior"
+        )
+        data = json.loads(text)
     except FileNotFoundError:
         raise ConfigError(
             f"{path}: no noise prior file (write one with perfgate calibrate)"

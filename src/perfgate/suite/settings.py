@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from perfgate import inputs, stats
+from perfgate import inputs, limits, stats
 from perfgate.errors import ConfigError
 from perfgate.history.store import DEFAULT_NAME
 from perfgate.launch import checks
@@ -96,7 +96,10 @@ def _refuse_secrets(env: dict[str, str], where: str) -> None:
 def read_env_file(path: str) -> dict[str, str]:
     """A JSON object of string values (numbers are accepted and turned into strings)."""
     try:
-        data = json.loads(inputs.read_text(path, ConfigError))
+        text = inputs.read_text(
+            path, ConfigError, max_bytes=limits.MAX_SMALL_FILE_BYTES, what="--env-file"
+        )
+        data = json.loads(text)
     except FileNotFoundError:
         raise ConfigError(f"--env-file {path}: file not found") from None
     except (OSError, ValueError) as e:
@@ -195,6 +198,26 @@ def _pair_counts(config: pytest.Config) -> tuple[int, int]:
     return pairs, top
 
 
+# What a real cluster can mean (perfgate.limits): each option's largest value.
+_BOUNDS = {
+    "steps": limits.STEPS,
+    "time_limit": limits.TIME_LIMIT_MIN,
+    "max_concurrent_jobs": limits.JOBS,
+    "repeat": limits.RUNS,
+    "pairs": limits.RUNS,
+    "max_pairs": limits.RUNS,
+    "poll_interval": limits.POLL_S,
+    "max_gpu_hours": limits.GPU_HOURS,
+}
+
+
+def _check_bounds(config: pytest.Config) -> None:
+    for name, bound in _BOUNDS.items():
+        value = config.getoption(name)
+        if value is not None:
+            limits.at_most(f"--{name.replace('_', '-')}", value, bound)
+
+
 def settings_from_config(config: pytest.Config) -> Settings:
     """Build and validate Settings (and LaunchOptions) from the parsed pytest options."""
     opt = config.getoption
@@ -214,6 +237,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
         value = opt(name)
         if value is not None and value < 1:
             raise ConfigError(f"--{name.replace('_', '-')} {value}: must be at least 1")
+    _check_bounds(config)
     env: dict[str, str] = {}
     if opt("env_file"):
         env.update(read_env_file(opt("env_file")))

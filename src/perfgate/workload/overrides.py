@@ -28,6 +28,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from perfgate import charset, limits
 from perfgate.errors import ConfigError
 
 # Callbacks perfgate adds when an override names one the recipe lacks: name -> import path.
@@ -90,8 +91,12 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
     for item in items:
         path, sep, value = str(item).partition("=")
         if not sep:
-            raise ConfigError(f"--override {item!r}: expected PATH=VALUE")
+            raise ConfigError(f"--override {charset.shown(item)}: expected PATH=VALUE")
         path = path.strip()
+        # The rule for rows' values: no control character, bidi override, or endless text.
+        charset.check_length("--override", "path", path, limits.MAX_NAME_CHARS, "a path")
+        charset.check_text("--override", "path", path)
+        charset.check_tree("--override", path, parse_value(value))
         if not path or any(not part for part in path.lstrip("+").split(".")):
             raise ConfigError(f"override path {path!r} has an empty segment")
         head = path.removeprefix("recipe.").split(".")[0]

@@ -124,7 +124,8 @@ class SlurmExecutor:
         cluster configuration, before any row is planned."""
         missing = [c for c in COMMANDS if shutil.which(c) is None]
         if missing:
-            raise PerfgateError(f"no Slurm here ({', '.join(missing)} not on PATH): {NO_SLURM_HINT}")
+            gone = ", ".join(missing)
+            raise PerfgateError(f"no Slurm here ({gone} not on PATH): {NO_SLURM_HINT}")
         problem = configuration_problem()
         if problem:
             raise PerfgateError(f"Slurm here is not configured: {problem}; {NO_SLURM_HINT}")
