@@ -98,7 +98,10 @@ class PerfgateState:
             return
         try:
             preflight.check_session_overrides(
-                rows, self.settings.launch.overrides, self.check_overrides
+                rows,
+                self.settings.launch.overrides,
+                self.check_overrides,
+                markexpr=self.config.option.markexpr or "",
             )
         except PerfgateError as e:
             raise pytest.UsageError(str(e)) from None

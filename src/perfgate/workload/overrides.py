@@ -129,13 +129,17 @@ def suggest(name: str, candidates: Iterable[str]) -> str:
 
 
 def check_against_snapshot(
-    overrides: Mapping[str, Any], valid_paths: Mapping[str, str], origin: str
+    overrides: Mapping[str, Any],
+    valid_paths: Mapping[str, str],
+    origin: str,
+    open_types: tuple[str, ...] = ("NoneType",),
 ) -> None:
     """Raise a ConfigError for the first path the snapshot does not know (no NeMo needed).
 
     valid_paths maps each settable path to its value's type name ("Config" for config
-    objects, whose fields are listed too); a path below a field whose value is None (e.g. a
-    tp_comm_overlap_cfg the recipe leaves unset) cannot be checked here and is accepted.
+    objects, whose fields are listed too); a path below a field whose value's type is one of
+    open_types (None: e.g. a tp_comm_overlap_cfg the recipe leaves unset; Bridge adds dict)
+    cannot be checked here and is accepted.
     """
     for path, value in overrides.items():
         if path in valid_paths:
@@ -143,7 +147,7 @@ def check_against_snapshot(
         if _removes_known_callback(path, value, valid_paths):
             continue
         parent = path.rsplit(".", 1)[0]
-        if _under_settable_object(parent, valid_paths):
+        if _under_settable_object(parent, valid_paths, open_types):
             continue
         parts = path.split(".")
         if parts[:2] == ["trainer", "callbacks"] and len(parts) >= 3:
@@ -172,12 +176,14 @@ def _removes_known_callback(path: str, value: Any, valid_paths: Mapping[str, str
     return removal and any(p.startswith(path + ".") for p in valid_paths)
 
 
-def _under_settable_object(parent: str, valid_paths: Mapping[str, str]) -> bool:
+def _under_settable_object(
+    parent: str, valid_paths: Mapping[str, str], open_types: tuple[str, ...] = ("NoneType",)
+) -> bool:
     # A path below a leaf whose value the snapshot records as a config object (e.g.
     # trainer.callbacks.MegatronCommOverlapCallback.tp_comm_overlap_cfg when it is None by
     # default) cannot be checked without NeMo: accept it here, NeMo checks it in the job.
-    while "." in parent:
-        if valid_paths.get(parent) == "NoneType":
+    while parent:
+        if valid_paths.get(parent) in open_types:
             return True
-        parent = parent.rsplit(".", 1)[0]
+        parent = parent.rsplit(".", 1)[0] if "." in parent else ""
     return False
