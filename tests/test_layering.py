@@ -59,6 +59,7 @@ LAYERS: dict[str, int] = {
     "perfgate.suite": 6,
     "perfgate.cli": 7,
     "perfgate.cli_history": 7,
+    "perfgate.cli_validate": 7,
     "perfgate.__main__": 7,
 }
 WORKLOAD_MAY_IMPORT = (

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
-from perfgate import cli_history, flops, logs, stats
-from perfgate.catalog import FLOPS_CONVENTIONS, TASKS, Baseline, Provenance, load_catalog, load_file
+from perfgate import cli_history, cli_validate, flops, logs, stats
+from perfgate.catalog import FLOPS_CONVENTIONS, TASKS, Baseline, Provenance
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.report import format as fmt
 from perfgate.report import render, sessionfiles, signoff, table
@@ -365,37 +365,6 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-# --- validate (perfgate.catalog) ----------------------------------------------------------
-
-
-def _add_validate_command(sub: argparse._SubParsersAction) -> None:
-    """Register `perfgate validate`: check baselines files before anything runs them."""
-    p = sub.add_parser(
-        "validate",
-        help="check baselines files (every field, every row) without running anything",
-        description="Load and validate baselines folders or <gpu>.json files, as the suite "
-        "does before it runs a row: the first problem is one line and exit status 2.",
-    )
-    p.add_argument(
-        "paths",
-        nargs="*",
-        default=["baselines"],
-        metavar="PATH",
-        help="folder of <gpu>.json files, or one such file (default: baselines)",
-    )
-    p.add_argument("--json", action="store_true", help="print the row counts as JSON")
-
-    def run(args: argparse.Namespace) -> int:
-        counts = {}
-        for path in args.paths:
-            is_file = path.endswith(".json")
-            counts[path] = len(load_file(path) if is_file else load_catalog(path).rows)
-        _emit({"rows": counts, "total": sum(counts.values())}, args.json)
-        return 0
-
-    p.set_defaults(func=run)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `perfgate` command."""
     parser = argparse.ArgumentParser(
@@ -407,7 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare_command(sub)
     _add_report_command(sub)
     listing.add_command(sub)
-    _add_validate_command(sub)
+    cli_validate.add_command(sub)
     cli_history.add_commands(sub)
     return parser
 
