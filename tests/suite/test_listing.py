@@ -67,7 +67,9 @@ def test_markers_without_rows_are_one_usage_error(suite, monkeypatch, capsys):
         "perfgate list: ", "perfgate list: error: "
     )
     assert cli.main(["list", "-m", "h1000"]) == 2
-    assert "-m 'h1000': unknown marker h1000; the rows' markers: " in capsys.readouterr().err
+    assert "-m 'h1000': unknown marker h1000 (did you mean h100?); the rows' markers: " in (
+        capsys.readouterr().err
+    )
 
 
 def test_expression_grammar_and_errors() -> None:
