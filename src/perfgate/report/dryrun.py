@@ -49,8 +49,11 @@ def with_id(row_id: str, message: str) -> str:
     return message if row_id in message else f"{row_id}: {message}"
 
 
-def write_summary(tr: Any, recs: Sequence[RowRecord], verbosity: int) -> None:
-    """The dry-run section of the terminal summary (tr: pytest's terminal reporter)."""
+def write_summary(
+    tr: Any, recs: Sequence[RowRecord], verbosity: int, max_gpu_hours: float | None = None
+) -> None:
+    """The dry-run section of the terminal summary (tr: pytest's terminal reporter); above
+    max_gpu_hours it says that a live session would ask before submitting."""
     total_h = 0.0
     nodes = 0
     for rec in sorted(recs, key=lambda r: r["row_id"]):
@@ -76,7 +79,14 @@ def write_summary(tr: Any, recs: Sequence[RowRecord], verbosity: int) -> None:
                 for line in rec["description"].splitlines():
                     tr.write_line(f"    {line}")
     planned = sum(1 for r in recs if r.get("plan"))
+    above = ""
+    if max_gpu_hours is not None and total_h > max_gpu_hours:
+        above = (
+            f"; above --max-gpu-hours {max_gpu_hours:,g}: a live session asks before "
+            "submitting (--yes where nobody can answer)"
+        )
     tr.write_line(
         f"dry run: {planned} row(s), {nodes} node allocation(s), "
-        f"{total_h:,.1f} GPU-hours at most (time-limit bound); -v shows scripts and recipes"
+        f"{total_h:,.1f} GPU-hours at most (time-limit bound){above}; -v shows scripts and "
+        "recipes"
     )

@@ -17,7 +17,7 @@ import pytest
 from perfgate import inputs, limits, stats
 from perfgate.errors import ConfigError
 from perfgate.history.store import DEFAULT_NAME
-from perfgate.launch import checks
+from perfgate.launch import checks, images
 from perfgate.launch.types import LaunchOptions
 from perfgate.secrets import is_secret
 from perfgate.stats import priors
@@ -218,6 +218,22 @@ def _check_bounds(config: pytest.Config) -> None:
             limits.at_most(f"--{name.replace('_', '-')}", value, bound)
 
 
+def _check_images(launch: LaunchOptions) -> None:
+    """A local image file that does not exist is one usage error before any row is planned
+    (dry runs included), not one ERROR per row; runtime none: images are only labels."""
+    if launch.container_runtime == "none" or launch.executor == "local":
+        return
+    for flag, image in (
+        ("--container-image", launch.container_image),
+        ("--candidate-image", launch.candidate_image),
+    ):
+        if image:
+            try:
+                images.resolve_for(launch.container_runtime, image)
+            except ConfigError as e:
+                raise ConfigError(f"{flag} {str(e).removeprefix('container image ')}") from None
+
+
 def settings_from_config(config: pytest.Config) -> Settings:
     """Build and validate Settings (and LaunchOptions) from the parsed pytest options."""
     opt = config.getoption
@@ -288,6 +304,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
         repeat=repeat or 1,
     )
     checks.options(launch)  # before any row: one line naming the option, not one per row
+    _check_images(launch)
     return Settings(
         launch=launch,
         baselines_dir=baselines,

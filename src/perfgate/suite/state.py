@@ -290,7 +290,7 @@ class PerfgateState:
         recs = table.worst_first(self.record_list())
         tr.write_sep("=", f"perfgate ({self.settings.mode})")
         if self.settings.mode == "dry-run":
-            dryrun.write_summary(tr, recs, verbosity)
+            dryrun.write_summary(tr, recs, verbosity, self.settings.max_gpu_hours)
         else:
             for line in signoff.terminal_lines(recs):
                 tr.write_line(line)
