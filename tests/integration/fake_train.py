@@ -4,6 +4,12 @@ Rank 0 prints NeMo 2.x progress lines (0-based `iteration i/N-1`, 4 significant 
 format perfgate.logs parses from real jobs. Every rank records what it saw of its identity
 and environment in OUTPUT_DIR/ranks/rank-R.json, so tests can check the task layout. Options
 make it slow (or crash) under one "image" (A/B), crash, run out of CUDA memory, hang, or diverge.
+
+Each step sleeps its step time; the log reports the sleep as measured, or with --modeled the
+step time it models (a fixed +-0.5% pattern around it): a loaded test machine stretches
+sleeps unevenly (a 30 ms step drifted 5.1% between the halves of a window once, and its
+PASS row became INFRA), which is no part of what a test of the plugin means to check.
+--load-drift F stretches step i's sleep by F*i, as such a load does.
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ def main() -> int:
     ap.add_argument("--hang-at", type=int, default=None)
     ap.add_argument("--fail-rank", type=int, default=0)
     ap.add_argument("--env", action="append", default=[], help="names to record")
+    ap.add_argument("--modeled", action="store_true", help="log modeled, not measured, times")
+    ap.add_argument("--load-drift", type=float, default=0.0, help="sleep i*F longer at step i")
     args = ap.parse_args()
 
     rank = int(os.environ.get("RANK", "0"))
@@ -74,8 +82,11 @@ def main() -> int:
         slow += args.slowdown
     for i in range(steps):
         t0 = time.perf_counter()
-        time.sleep((args.first_step_s if i == 0 else args.step_s) * slow)
+        model = (args.first_step_s if i == 0 else args.step_s) * slow
+        time.sleep(model * (1 + args.load_drift * i))
         dt = time.perf_counter() - t0
+        if args.modeled:  # deterministic: -0.5% .. +0.5% in a fixed pattern
+            dt = model * (1 + 0.0025 * ((i * 7) % 5 - 2))
         me = rank == args.fail_rank
         if me and args.crash_at == i:
             raise RuntimeError(f"fake_train: simulated failure at step {i}")
