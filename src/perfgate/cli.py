@@ -140,7 +140,8 @@ def _add_parse_command(sub: argparse._SubParsersAction) -> None:
         type=float,
         metavar="N",
         help="global tokens per step (gbs * seq_len): derives step times for TorchTitan logs, "
-        "and for Automodel logs whose num_label_tokens equals it (else their timestamps)",
+        "and N / tps for every step of an Automodel log (without it: its tqdm bar's s/step, "
+        "else its timestamps as one window mean)",
     )
     p.add_argument("--num-gpus", type=int, metavar="N", help="GPUs of the run (TorchTitan)")
     p.add_argument(
@@ -158,7 +159,10 @@ def _add_parse_command(sub: argparse._SubParsersAction) -> None:
         data = logs.to_dict(series)
         try:
             steady = stats.summarize_run(
-                series.step_times, window, step_numbers=[s.step for s in series.steps]
+                series.step_times,
+                window,
+                step_numbers=[s.step for s in series.steps],
+                min_rel_se=series.min_rel_se,
             )
         except PerfgateError as e:  # e.g. a negative step time: name the log it came from
             raise PerfgateError(f"{', '.join(args.logs)}: {e}") from None

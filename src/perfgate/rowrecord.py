@@ -106,6 +106,7 @@ class RunEntry(_RunEntryKeys, total=False):
 
     job_id: str | None
     nodes: list[str]
+    min_rel_se: float  # the times' SE floor (whole-second stamps: StepSeries.min_rel_se)
 
 
 class JobRecord(TypedDict):

@@ -35,7 +35,8 @@ def summaries(rec: RowRecord, window: stats.Window = "auto") -> list[stats.RunSu
     for run in rec.get("runs") or ():
         times = [t for _, t in run.get("steps") or ()]
         try:
-            out.append(stats.summarize_run(times, window) if times else None)
+            floor = run.get("min_rel_se") or 0.0
+            out.append(stats.summarize_run(times, window, min_rel_se=floor) if times else None)
         except PerfgateError:  # a broken run is stored as not steady
             out.append(None)
     return out

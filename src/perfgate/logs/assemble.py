@@ -42,6 +42,7 @@ class Part:
     nan_iterations: dict[int, float] = field(default_factory=dict)
     reported: dict[str, float] = field(default_factory=dict)
     problem: str | None = None  # why records were found but no step time could be had
+    min_rel_se: float = 0.0  # see StepSeries.min_rel_se
 
 
 def parse_lines(

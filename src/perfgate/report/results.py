@@ -173,7 +173,7 @@ def record(
 
 def _run_entry(run: RunRecord, label: str | None = None) -> RunEntry:
     steps = run.series.steps if run.series is not None else ()
-    return {
+    entry: RunEntry = {
         "label": label or run.label,
         "image": run.image,
         "image_digest": run.image_digest,
@@ -184,6 +184,9 @@ def _run_entry(run: RunRecord, label: str | None = None) -> RunEntry:
         "log_interval": run.series.log_interval if run.series is not None else 1,
         "steps": [[s.step, s.step_time_s] for s in steps],
     }
+    if run.series is not None and run.series.min_rel_se:
+        entry["min_rel_se"] = run.series.min_rel_se
+    return entry
 
 
 def _runs(
@@ -218,7 +221,8 @@ def _summaries(runs: list[dict[str, Any]], window: Any) -> list[Any]:
     for run in runs:
         times = [t for _, t in run.get("steps") or ()]
         try:
-            out.append(summarize_run(times, window) if times else None)
+            floor = run.get("min_rel_se") or 0.0
+            out.append(summarize_run(times, window, min_rel_se=floor) if times else None)
         except PerfgateError:
             out.append(None)
     return out

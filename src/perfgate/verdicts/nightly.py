@@ -64,7 +64,7 @@ def first_after(points: Sequence[trend.Point], base: Baseline) -> int:
 def judge(
     row: Row,
     base: Baseline,
-    runs: Sequence[Sequence[float]],
+    runs: Sequence[Sequence[float] | stats.RunSummary],
     tolerance: float,
     window: stats.Window,
     noise: stats.Noise,
@@ -130,10 +130,12 @@ def judge(
     return Judged(comp.verdict, "stored", comp, info)
 
 
-def _steady_logs(runs: Sequence[Sequence[float]], window: stats.Window) -> list[float]:
+def _steady_logs(
+    runs: Sequence[Sequence[float] | stats.RunSummary], window: stats.Window
+) -> list[float]:
     out = []
     for steps in runs:
-        s = stats.summarize_run(list(steps), window)
+        s = steps if isinstance(steps, stats.RunSummary) else stats.summarize_run(steps, window)
         if s.steady:
             out.append(math.log(s.median_s))
     return out
