@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
-from perfgate import cli_history, cli_validate, flops, logs, stats
+from perfgate import cli_history, cli_validate, flops, limits, logs, stats
 from perfgate.catalog import FLOPS_CONVENTIONS, TASKS, Baseline, Provenance
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.report import format as fmt
@@ -80,6 +80,7 @@ def _add_flops_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_flops(args: argparse.Namespace) -> int:
+    limits.check_options(args, limits.RUN_SHAPE)
     args.convention = args.convention or flops.default_convention(args.model)
     per_sample = flops.flops_per_sample(
         args.model, args.seq_len, args.task, args.convention, tp=args.tp
@@ -97,6 +98,7 @@ def _cmd_flops(args: argparse.Namespace) -> int:
 
 
 def _cmd_mfu(args: argparse.Namespace) -> int:
+    limits.check_options(args, limits.RUN_SHAPE)
     args.convention = args.convention or flops.default_convention(args.model)
     out = flops.throughput(
         args.model,

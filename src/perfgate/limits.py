@@ -9,6 +9,7 @@ or more above the largest real configuration, never a policy.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from perfgate.errors import ConfigError
@@ -51,6 +52,24 @@ def at_most(what: str, value: float, bound: Bound) -> None:
     text = str(value)
     shown = text if len(text) <= 40 else text[:39] + "…"
     raise ConfigError(f"{what} {shown}: at most {int(bound.value):,} ({bound.why})")
+
+
+# The numbers `perfgate flops` / `mfu` take, by option (--num-gpus ...).
+RUN_SHAPE = {
+    "num_gpus": GPUS,
+    "gbs": BATCH,
+    "seq_len": SEQ_LEN,
+    "tp": GPUS,
+    "step_time": STEP_TIME_S,
+}
+
+
+def check_options(options: object, bounds: Mapping[str, Bound]) -> None:
+    """at_most for each option attribute that is set: `--num-gpus 1e11` is one line."""
+    for name, bound in bounds.items():
+        value = getattr(options, name, None)
+        if value is not None:
+            at_most(f"--{name.replace('_', '-')}", value, bound)
 
 
 def size(num_bytes: float) -> str:

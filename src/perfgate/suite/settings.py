@@ -211,13 +211,6 @@ _BOUNDS = {
 }
 
 
-def _check_bounds(config: pytest.Config) -> None:
-    for name, bound in _BOUNDS.items():
-        value = config.getoption(name)
-        if value is not None:
-            limits.at_most(f"--{name.replace('_', '-')}", value, bound)
-
-
 def _check_images(launch: LaunchOptions) -> None:
     """A local image file that does not exist is one usage error before any row is planned
     (dry runs included), not one ERROR per row; runtime none: images are only labels."""
@@ -253,7 +246,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
         value = opt(name)
         if value is not None and value < 1:
             raise ConfigError(f"--{name.replace('_', '-')} {value}: must be at least 1")
-    _check_bounds(config)
+    limits.check_options(config.option, _BOUNDS)
     env: dict[str, str] = {}
     if opt("env_file"):
         env.update(read_env_file(opt("env_file")))
