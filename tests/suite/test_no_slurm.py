@@ -47,7 +47,8 @@ def test_an_unconfigured_slurm_is_one_line_before_any_row(suite, monkeypatch, tm
     monkeypatch.setenv("PATH", f"{fake}:{Path(sys.executable).parent}")
     monkeypatch.delenv("SLURM_CONF", raising=False)
     history = tmp_path / "history.sqlite"
-    result = suite.run("-m", "h100 and nemo2", "--partition", "p", f"--history={history}")
+    args = ("-m", "h100 and nemo2", "--partition", "p", "--yes", f"--history={history}")
+    result = suite.run(*args)
     assert result.ret == 4
     (line,) = [ln for ln in result.errlines if ln.strip()]
     assert line == (
@@ -55,7 +56,8 @@ def test_an_unconfigured_slurm_is_one_line_before_any_row(suite, monkeypatch, tm
         "(scontrol ping); run from a login node, or use --dry-run, --replay DIR or "
         "--executor local"
     )
-    assert not any("plan:" in ln or "::test_" in ln for ln in result.outlines)
+    # after the plan and the consent, as a Slurm without its commands is; before any row
+    assert not any("::test_" in ln or "sbatch:" in ln for ln in result.outlines)
     assert not history.exists() and not (suite.path / "perfgate-results" / "jobs").exists()
 
 
@@ -64,7 +66,7 @@ def test_slurm_conf_naming_no_file_is_told_at_once(suite, monkeypatch, tmp_path)
     fake = _unconfigured_slurm(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{fake}:{Path(sys.executable).parent}")
     monkeypatch.setenv("SLURM_CONF", str(tmp_path / "nowhere" / "slurm.conf"))
-    result = suite.run("-m", "h100 and nemo2", "--partition", "p", "--history=off")
+    result = suite.run("-m", "h100 and nemo2", "--partition", "p", "--yes", "--history=off")
     assert result.ret == 4
     err = "\n".join(result.errlines)
     assert f"Slurm here is not configured: SLURM_CONF={tmp_path}/nowhere/slurm.conf names no" in err

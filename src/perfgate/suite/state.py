@@ -22,7 +22,6 @@ import pytest
 from perfgate import catalog, launch, verdicts
 from perfgate.catalog import Row
 from perfgate.errors import PerfgateError
-from perfgate.launch.executors import executor_for
 from perfgate.report import dryrun, sessionfiles, signoff, table, trend
 from perfgate.report.environment import environment
 from perfgate.rowrecord import RowRecord
@@ -141,10 +140,6 @@ class PerfgateState:
             self.index = replay.ReplayIndex(s.replay, rows)  # type: ignore[arg-type]
         elif s.mode == "live" and rows:
             if not self.is_worker:
-                try:  # no Slurm, or one not configured: one line before the plan, not per row
-                    executor_for(s.launch.executor).require()
-                except PerfgateError as e:
-                    raise pytest.UsageError(str(e)) from None
                 self.preflight_submit(rows)
             self.runner = LiveRunner(
                 s.launch,
