@@ -79,6 +79,25 @@ def read_text(
         return data.decode("utf-8", errors)
 
 
+def read_json(
+    path: str | os.PathLike[str],
+    error: type[PerfgateError],
+    *,
+    max_bytes: int,
+    what: str,
+    missing: str,
+    unreadable: str,
+) -> Any:
+    """The JSON of a regular file of at most max_bytes (read_text); a missing file is
+    error(missing), an unreadable or non-JSON one error("<unreadable> (<why>)")."""
+    try:
+        return json.loads(read_text(path, error, max_bytes=max_bytes, what=what))
+    except FileNotFoundError:
+        raise error(missing) from None
+    except (OSError, ValueError) as e:
+        raise error(f"{unreadable} ({e})") from None
+
+
 MAX_INT_DIGITS = 30  # no count, size or id perfgate reads comes near
 
 

@@ -154,15 +154,14 @@ def read(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a results.json (with the rows its session's log holds, while unfinished); a
     one-line error names the file and what is wrong."""
     path = Path(path)
-    try:
-        text = inputs.read_text(
-            path, ConfigError, max_bytes=limits.MAX_RESULTS_BYTES, what="results.json"
-        )
-        data = json.loads(text)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such results file") from None
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{path}: not a readable results.json ({e})") from None
+    data = inputs.read_json(
+        path,
+        ConfigError,
+        max_bytes=limits.MAX_RESULTS_BYTES,
+        what="results.json",
+        missing=f"{path}: no such results file",
+        unreadable=f"{path}: not a readable results.json",
+    )
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise ConfigError(f"{path}: field 'schema' is {found!r}, expected {SCHEMA!r}")

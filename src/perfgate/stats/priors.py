@@ -27,7 +27,6 @@ Named priors:
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -195,17 +194,14 @@ def pair_groups(log_ratios: Sequence[float]) -> list[tuple[float, float]]:
 def read_prior(path: str | Path) -> NoisePrior:
     """A prior written by `perfgate calibrate`; a one-line error names the file and field."""
     path = Path(path)
-    try:
-        text = inputs.read_text(
-            path, ConfigError, max_bytes=limits.MAX_SMALL_FILE_BYTES, what="noise prior"
-        )
-        data = json.loads(text)
-    except FileNotFoundError:
-        raise ConfigError(
-            f"{path}: no noise prior file (write one with perfgate calibrate)"
-        ) from None
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{path}: not a readable noise prior ({e})") from None
+    data = inputs.read_json(
+        path,
+        ConfigError,
+        max_bytes=limits.MAX_SMALL_FILE_BYTES,
+        what="noise prior",
+        missing=f"{path}: no noise prior file (write one with perfgate calibrate)",
+        unreadable=f"{path}: not a readable noise prior",
+    )
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise ConfigError(f"{path}: field 'schema' is {found!r}, expected {SCHEMA!r}")

@@ -6,7 +6,6 @@ Parsing is strict: a bad value is a one-line ConfigError naming the option and t
 
 from __future__ import annotations
 
-import json
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,15 +94,14 @@ def _refuse_secrets(env: dict[str, str], where: str) -> None:
 
 def read_env_file(path: str) -> dict[str, str]:
     """A JSON object of string values (numbers are accepted and turned into strings)."""
-    try:
-        text = inputs.read_text(
-            path, ConfigError, max_bytes=limits.MAX_SMALL_FILE_BYTES, what="--env-file"
-        )
-        data = json.loads(text)
-    except FileNotFoundError:
-        raise ConfigError(f"--env-file {path}: file not found") from None
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"--env-file {path}: not a JSON file ({e})") from None
+    data = inputs.read_json(
+        path,
+        ConfigError,
+        max_bytes=limits.MAX_SMALL_FILE_BYTES,
+        what="--env-file",
+        missing=f"--env-file {path}: file not found",
+        unreadable=f"--env-file {path}: not a JSON file",
+    )
     if not isinstance(data, dict):
         raise ConfigError(f"--env-file {path}: expected a JSON object of NAME: value")
     out: dict[str, str] = {}

@@ -122,6 +122,21 @@ def merged_overrides(
     return out
 
 
+def split_common(
+    per_key: Mapping[str, Mapping[str, str]],
+) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """A path snapshot's (paths every key shares, each key's own others), sorted: what
+    nemo2's and megatron_bridge's paths.json hold."""
+    keys = list(per_key)
+    first = per_key[keys[0]] if keys else {}
+    common = {p: t for p, t in first.items() if all(per_key[k].get(p) == t for k in keys)}
+    own = {
+        k: dict(sorted((p, t) for p, t in per_key[k].items() if p not in common))
+        for k in sorted(per_key)
+    }
+    return dict(sorted(common.items())), own
+
+
 def suggest(name: str, candidates: Iterable[str]) -> str:
     """' (did you mean X?)' for the closest candidate, or ''."""
     close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.75)

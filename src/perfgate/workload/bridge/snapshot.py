@@ -27,7 +27,7 @@ from typing import Any
 
 from perfgate.catalog.rows import Row
 from perfgate.workload.bridge.plan import bridge_task, field_names
-from perfgate.workload.overrides import check_against_snapshot
+from perfgate.workload.overrides import check_against_snapshot, split_common
 
 SNAPSHOT = Path(__file__).with_name("paths.json")
 VARIOUS = "various"  # a path whose value is of different classes in the rows of a pair
@@ -80,16 +80,11 @@ def generate(rows: Iterable[Row], build: Callable[[Row], Any | None]) -> dict[st
         cfg = build(row)
         if cfg is not None:
             _merge(per_key.setdefault(key(row), {}), walk(cfg))
-    keys = sorted(per_key)
-    common = {
-        p: t for p, t in per_key[keys[0]].items() if all(per_key[k].get(p) == t for k in keys)
-    }
+    common, own = split_common(per_key)
     return {
         "versions": {d: metadata.version(d) for d in ("megatron-bridge", "megatron-core")},
-        "common": dict(sorted(common.items())),
-        "configs": {
-            k: dict(sorted((p, t) for p, t in per_key[k].items() if p not in common)) for k in keys
-        },
+        "common": common,
+        "configs": own,
     }
 
 
