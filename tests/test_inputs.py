@@ -23,7 +23,7 @@ from perfgate.diagnose import read_log
 from perfgate.errors import ConfigError, LogParseError, PerfgateError
 from perfgate.launch.envs import load_env_file
 from perfgate.logs import parse_files, stepfile
-from perfgate.report import results
+from perfgate.report import sessionfiles
 from perfgate.stats.files import read_run
 from perfgate.workload.spec import WorkloadSpec
 
@@ -70,7 +70,7 @@ SITES = {
     "perfgate compare": (lambda p: read_run([p]), LogParseError),
     "baselines file": (lambda p: load_catalog(p.parent), ConfigError),
     "--env-file": (lambda p: load_env_file(p), ConfigError),
-    "results.json": (lambda p: results.read(p), ConfigError),
+    "results.json": (lambda p: sessionfiles.read(p), ConfigError),
     "steps.json (replay)": (lambda p: stepfile.read(p), PerfgateError),
     "workload spec": (lambda p: WorkloadSpec.read(p), ConfigError),
 }

@@ -43,6 +43,7 @@ LAYERS: dict[str, int] = {
     "perfgate.model_arch": 0,  # ModelArch, the fields of a models.py entry
     "perfgate.charset": 0,
     "perfgate.inputs": 0,
+    "perfgate.limits": 0,  # bounds on numbers, caps on sizes
     "perfgate.rowrecord": 0,  # the results.json record's keys (TypedDicts)
     "perfgate.catalog": 1,
     "perfgate.logs": 1,
@@ -60,6 +61,7 @@ LAYERS: dict[str, int] = {
     "perfgate.cli_history": 7,
     "perfgate.bisect": 7,  # perfgate bisect: runs the A/B gate's jobs without pytest
     "perfgate.cli_bisect": 7,
+    "perfgate.cli_validate": 7,
     "perfgate.__main__": 7,
 }
 WORKLOAD_MAY_IMPORT = (
@@ -71,6 +73,7 @@ WORKLOAD_MAY_IMPORT = (
     "perfgate.model_arch",  # what models.py's entries are
     "perfgate.charset",  # what characters a value may hold
     "perfgate.inputs",  # regular files only (a FIFO never hangs a read)
+    "perfgate.limits",  # bounds on numbers, caps on sizes
     "perfgate.catalog",  # rows and their JSON schema
     "perfgate.logs",  # the series, steps.json, and the parser the command backend runs live
     "perfgate.workload",

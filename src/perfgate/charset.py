@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from perfgate import limits
 from perfgate.errors import ConfigError
 
 # Names: row ids and variants, GPU/task/precision/backend tokens. Model keys are snake_case.
@@ -58,8 +59,19 @@ def bad_char(text: str) -> str | None:
     return None
 
 
+def check_length(where: str, field: str, value: str, cap: int, what: str) -> None:
+    """A one-line error when value is longer than cap characters (its start shown)."""
+    if len(value) > cap:
+        raise ConfigError(
+            f"{where}: field {field!r} = {shown(value)}: {what} has at most {cap:,} characters, "
+            f"not {len(value):,}"
+        )
+
+
 def check_name(where: str, field: str, value: str, rule: re.Pattern[str] = NAME) -> str:
-    """value when it matches rule (NAME, MODEL, ENV_NAME or DOTTED); a one-line error if not."""
+    """value when it matches rule (NAME, MODEL, ENV_NAME or DOTTED) and is at most
+    MAX_NAME_CHARS long; a one-line error if not."""
+    check_length(where, field, value, limits.MAX_NAME_CHARS, "a name")
     if not rule.fullmatch(value):
         stray = next((ch for ch in value if not _CHARS[rule].fullmatch(ch)), None)
         not_this = f", not {stray!r}" if stray is not None else ""
@@ -68,7 +80,14 @@ def check_name(where: str, field: str, value: str, rule: re.Pattern[str] = NAME)
 
 
 def check_text(where: str, field: str, value: str, secret: bool = False) -> str:
-    """value when it holds no control character; secret values are never shown."""
+    """value when it holds no control character and is at most MAX_TEXT_CHARS long; secret
+    values are never shown."""
+    if len(value) > limits.MAX_TEXT_CHARS:
+        what = "(a secret, not shown)" if secret else shown(value)
+        raise ConfigError(
+            f"{where}: field {field!r} = {what}: a value has at most "
+            f"{limits.MAX_TEXT_CHARS:,} characters, not {len(value):,}"
+        )
     ch = bad_char(value)
     if ch is not None:
         what = "(a secret, not shown)" if secret else shown(value)

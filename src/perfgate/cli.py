@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
-from perfgate import cli_bisect, cli_history, flops, logs, stats
-from perfgate.catalog import FLOPS_CONVENTIONS, TASKS, Baseline, Provenance, load_catalog, load_file
+from perfgate import cli_bisect, cli_history, cli_validate, flops, limits, logs, stats
+from perfgate.catalog import FLOPS_CONVENTIONS, TASKS, Baseline, Provenance
 from perfgate.charset import printable
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.report import format as fmt
-from perfgate.report import render, results, signoff, table
+from perfgate.report import render, sessionfiles, signoff, table
 from perfgate.stats import (
     ALPHA,
     DEFAULT_TOLERANCE,
@@ -81,6 +81,7 @@ def _add_flops_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_flops(args: argparse.Namespace) -> int:
+    limits.check_options(args, limits.RUN_SHAPE)
     args.convention = args.convention or flops.default_convention(args.model)
     per_sample = flops.flops_per_sample(
         args.model, args.seq_len, args.task, args.convention, tp=args.tp
@@ -98,6 +99,7 @@ def _cmd_flops(args: argparse.Namespace) -> int:
 
 
 def _cmd_mfu(args: argparse.Namespace) -> int:
+    limits.check_options(args, limits.RUN_SHAPE)
     args.convention = args.convention or flops.default_convention(args.model)
     out = flops.throughput(
         args.model,
@@ -141,7 +143,8 @@ def _add_parse_command(sub: argparse._SubParsersAction) -> None:
         type=float,
         metavar="N",
         help="global tokens per step (gbs * seq_len): derives step times for TorchTitan logs, "
-        "and for Automodel logs whose num_label_tokens equals it (else their timestamps)",
+        "and N / tps for every step of an Automodel log (without it: its tqdm bar's s/step, "
+        "else its timestamps as one window mean)",
     )
     p.add_argument("--num-gpus", type=int, metavar="N", help="GPUs of the run (TorchTitan)")
     p.add_argument(
@@ -162,6 +165,7 @@ def _add_parse_command(sub: argparse._SubParsersAction) -> None:
                 series.step_times,
                 window,
                 step_numbers=series.steps.numbers,  # type: ignore[attr-defined]  # StepTable
+                min_rel_se=series.min_rel_se,
             )
         except PerfgateError as e:  # e.g. a negative step time: name the log it came from
             raise PerfgateError(f"{', '.join(args.logs)}: {e}") from None
@@ -353,7 +357,7 @@ def _add_report_command(sub: argparse._SubParsersAction) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    data = results.read(args.results)
+    data = sessionfiles.read(args.results)
     records = table.worst_first(list(data["rows"].values()))
     if args.html:
         render.render_file(args.results, args.html)
@@ -370,37 +374,6 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-# --- validate (perfgate.catalog) ----------------------------------------------------------
-
-
-def _add_validate_command(sub: argparse._SubParsersAction) -> None:
-    """Register `perfgate validate`: check baselines files before anything runs them."""
-    p = sub.add_parser(
-        "validate",
-        help="check baselines files (every field, every row) without running anything",
-        description="Load and validate baselines folders or <gpu>.json files, as the suite "
-        "does before it runs a row: the first problem is one line and exit status 2.",
-    )
-    p.add_argument(
-        "paths",
-        nargs="*",
-        default=["baselines"],
-        metavar="PATH",
-        help="folder of <gpu>.json files, or one such file (default: baselines)",
-    )
-    p.add_argument("--json", action="store_true", help="print the row counts as JSON")
-
-    def run(args: argparse.Namespace) -> int:
-        counts = {}
-        for path in args.paths:
-            is_file = path.endswith(".json")
-            counts[path] = len(load_file(path) if is_file else load_catalog(path).rows)
-        _emit({"rows": counts, "total": sum(counts.values())}, args.json)
-        return 0
-
-    p.set_defaults(func=run)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `perfgate` command."""
     parser = argparse.ArgumentParser(
@@ -412,7 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare_command(sub)
     _add_report_command(sub)
     listing.add_command(sub)
-    _add_validate_command(sub)
+    cli_validate.add_command(sub)
     cli_history.add_commands(sub)
     cli_bisect.add_command(sub)
     return parser

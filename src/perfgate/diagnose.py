@@ -234,7 +234,11 @@ def diagnose(
         ev = _clean(evidence, environ) if evidence else None
         where = f" ({Path(name).name})" if name else ""
         text = tail(dict(logs)[name], environ=environ) if name else main_tail
-        return Diagnosis(cause, f"{job}{message}" + (f": {ev}{where}" if ev else ""), ev, text)
+        # "CUDA out of memory: ...CUDA out of memory. Tried..." said it twice: the line itself
+        # stays the diagnosis's evidence (shown on its own and marked in the log tail).
+        said = bool(ev) and message.lower() in ev.lower()  # type: ignore[union-attr]
+        detail = f"{where}" if said else (f": {ev}{where}" if ev else "")
+        return Diagnosis(cause, f"{job}{message}{detail}", ev, text)
 
     kill = find_line(logs, SLURM_KILL)
     if state in SLURM_CAUSES:

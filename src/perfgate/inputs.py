@@ -20,6 +20,7 @@ import stat
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from perfgate import limits
 from perfgate.errors import PerfgateError
 
 _KINDS = (
@@ -57,11 +58,44 @@ def open_regular(
 
 
 def read_text(
-    path: str | os.PathLike[str], error: type[PerfgateError] = PerfgateError, errors: str = "strict"
+    path: str | os.PathLike[str],
+    error: type[PerfgateError] = PerfgateError,
+    errors: str = "strict",
+    max_bytes: int | None = None,
+    what: str = "file",
 ) -> str:
-    """The UTF-8 text of a regular file (see open_regular)."""
+    """The UTF-8 text of a regular file (see open_regular); above max_bytes, `error` names
+    the cap ("x: 500 MiB, above the 16 MiB a baselines file may have") before reading."""
     with open_regular(path, error) as f:
-        return f.read().decode("utf-8", errors)
+        if max_bytes is None:
+            return f.read().decode("utf-8", errors)
+        data = f.read(max_bytes + 1)  # the size may grow between fstat and read: read to cap
+        if len(data) > max_bytes:
+            found = max(os.fstat(f.fileno()).st_size, len(data))
+            raise error(
+                f"{path}: {limits.size(found)}, above the {limits.size(max_bytes)} a {what} "
+                "may have"
+            )
+        return data.decode("utf-8", errors)
+
+
+def read_json(
+    path: str | os.PathLike[str],
+    error: type[PerfgateError],
+    *,
+    max_bytes: int,
+    what: str,
+    missing: str,
+    unreadable: str,
+) -> Any:
+    """The JSON of a regular file of at most max_bytes (read_text); a missing file is
+    error(missing), an unreadable or non-JSON one error("<unreadable> (<why>)")."""
+    try:
+        return json.loads(read_text(path, error, max_bytes=max_bytes, what=what))
+    except FileNotFoundError:
+        raise error(missing) from None
+    except (OSError, ValueError) as e:
+        raise error(f"{unreadable} ({e})") from None
 
 
 MAX_INT_DIGITS = 30  # no count, size or id perfgate reads comes near

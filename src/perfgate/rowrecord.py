@@ -114,6 +114,7 @@ class RunEntry(_RunEntryKeys, total=False):
     # stats.RunSummary of all of them (None when they could not be summarized).
     n_steps: int
     summary: dict[str, Any] | None
+    min_rel_se: float  # the times' SE floor (whole-second stamps: StepSeries.min_rel_se)
 
 
 class JobRecord(TypedDict):

@@ -12,7 +12,7 @@ from suite.rows import command_row
 
 from perfgate import cli
 from perfgate.catalog import dump_rows
-from perfgate.report.results import SCHEMA
+from perfgate.report.sessionfiles import SCHEMA
 
 ROW = command_row("bisect", steps=20, time_limit_min=2)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from suite.rows import command_row
 
 from perfgate.catalog import dump_rows
-from perfgate.report.results import SCHEMA
+from perfgate.report.sessionfiles import SCHEMA
 
 TRAIN = ("--modeled-cv", "0.003", "--slow-images", "img2,img3", "--slowdown", "0.15")
 TRAIN += ("--timers", "--slow-phase", "all-grads-sync", "--nccl", "2.27.3,2.27.7")

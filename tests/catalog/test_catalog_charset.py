@@ -123,3 +123,29 @@ def test_every_stored_row_passes_the_character_rules():
     # 83 seed rows + 62 of the Megatron-Bridge performance summary + 2 megatron_core rows
     assert len(rows) == 147
     assert all(catalog.canonical_id(r) == r.id for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"env": {"A" * 100_000: "1"}}, "field 'env' = 'AAAA"),
+        ({"notes": ["n" * 100_000]}, "field 'notes[0]' = 'nnnn"),
+        ({"k" * 100_000: 1}, "unknown row field 'kkkk"),
+        ({"overrides": {"model." + "a" * 100_000: 1}}, "field 'overrides key' = 'model.aaa"),
+    ],
+)
+def test_long_names_and_text_are_capped_and_echoed_cut(extra, message):
+    """#21 item 16: a 100 kB env name was accepted and a 100 kB key echoed whole."""
+    with pytest.raises(ConfigError) as err:
+        catalog.row_from_dict(GOOD | extra, "b.json", rules=False)
+    assert message in str(err.value) and len(str(err.value)) < 400, str(err.value)[:400]
+
+
+def test_a_500_mb_note_is_refused_by_the_file_size_cap_at_once(tmp_path):
+    path = tmp_path / "h100.json"
+    with open(path, "w") as f:
+        f.write('[{"notes": ["')
+        f.truncate(500 << 20)  # a sparse file: no 500 MB written
+    with pytest.raises(ConfigError) as err:
+        catalog.load_file(path)
+    assert str(err.value) == f"{path}: 500 MiB, above the 16 MiB a baselines file may have"

@@ -277,3 +277,24 @@ def test_default_convention_is_named_and_per_family(capsys):
         assert code == 0 and json.loads(out)["convention"] == expected
     code, out, _ = _run(capsys, "flops", "--model", "nemotron4_15b", "--seq-len", "4096", "--json")
     assert json.loads(out)["flops_per_sample"] == 434_478_891_663_360
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["flops", "--model", "llama3_8b", "--seq-len", "99999999999999"],
+            "--seq-len 99999999999999: at most 16,777,216 (no training run has longer sequences)",
+        ),
+        (
+            ["mfu", "--model", "nemotron4_15b", "--gpu", "h100", "--precision", "bf16",
+             "--num-gpus", "99999999999", "--gbs", "256", "--seq-len", "4096",
+             "--step-time", "2.67"],
+            "--num-gpus 99999999999: at most 1,000,000 (no cluster has more GPUs)",
+        ),
+    ],
+)  # fmt: skip
+def test_numbers_beyond_a_real_cluster_are_one_line(argv, message, capsys):
+    """#21 item 15: every number is bounded, here those of the FLOPs commands."""
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err == f"perfgate {argv[0]}: error: {message}\n"

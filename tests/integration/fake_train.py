@@ -3,8 +3,14 @@
 Rank 0 prints NeMo 2.x progress lines (0-based `iteration i/N-1`, 4 significant digits), the
 format perfgate.logs parses from real jobs. Every rank records what it saw of its identity
 and environment in OUTPUT_DIR/ranks/rank-R.json, so tests can check the task layout. Options
-make it slow under one "image" (A/B), on one node (a slow node) or in one launch label (a
-first run but not its confirmation), crash, run out of CUDA memory, hang, or diverge.
+make it slow (or crash) under one "image" (A/B), on one node (a slow node) or in one launch label
+(a first run but not its confirmation), crash, run out of CUDA memory, hang, or diverge.
+
+Each step sleeps its step time; the log reports the sleep as measured, or with --modeled the
+step time it models (a fixed +-0.5% pattern around it; --modeled-cv: Gaussian noise of that
+CV): a loaded test machine stretches sleeps unevenly (a 30 ms step drifted 5.1% between the
+halves of a window once, and its PASS row became INFRA), which is no part of what a test of
+the plugin means to check. --load-drift F stretches step i's sleep by F*i, as such a load does.
 """
 
 from __future__ import annotations
@@ -118,6 +124,8 @@ def main() -> int:
     ap.add_argument("--fail-rank", type=int, default=0)
     ap.add_argument("--env", action="append", default=[], help="names to record")
     ap.add_argument("--hash-env", action="append", default=[], help="names to record hashed")
+    ap.add_argument("--modeled", action="store_true", help="log modeled, not measured, times")
+    ap.add_argument("--load-drift", type=float, default=0.0, help="sleep i*F longer at step i")
     args = ap.parse_args()
 
     rank = int(os.environ.get("RANK", "0"))
@@ -156,10 +164,12 @@ def main() -> int:
     for i in range(steps):
         t0 = time.perf_counter()
         nominal = (args.first_step_s if i == 0 else args.step_s) * slow
-        time.sleep(nominal)
+        time.sleep(nominal * (1 + args.load_drift * i))
         dt = time.perf_counter() - t0
         if args.modeled_cv is not None:
             dt = nominal * (1 + noise.gauss(0.0, args.modeled_cv))
+        elif args.modeled:  # deterministic: -0.5% .. +0.5% in a fixed pattern
+            dt = nominal * (1 + 0.0025 * ((i * 7) % 5 - 2))
         me = rank == args.fail_rank
         if me and args.crash_at == i:
             raise RuntimeError(f"fake_train: simulated failure at step {i}")

@@ -22,6 +22,7 @@ from typing import Any
 
 from perfgate import catalog
 from perfgate.catalog import Row
+from perfgate.report import sessionfiles
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -103,8 +104,8 @@ class SuiteDir:
         return code, b"".join(chunks).decode("utf-8", "replace")
 
     def results(self) -> dict[str, Any]:
-        """results.json of the last session."""
-        return json.loads((self.results_dir / "results.json").read_text())
+        """results.json of the last session (its own, under sessions/)."""
+        return sessionfiles.read(sessionfiles.session_files(self.results_dir)[-1])
 
     def session_jobs(self, timeout: float = 60, n: int = 1) -> dict[str, str]:
         """row id -> job id from the session state file, once n rows have a job."""

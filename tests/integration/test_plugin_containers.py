@@ -79,5 +79,5 @@ def test_a_missing_image_file_is_one_usage_line_before_anything_runs(slurm_clust
     code, out, _ = suite.run("--container-image", "./missing.sqsh", timeout=120)
     missing = suite.path / "missing.sqsh"
     assert code == 4, out  # pytest's usage error
-    assert f"container image './missing.sqsh': no such squashfs file ({missing})" in out
+    assert f"--container-image './missing.sqsh': no such squashfs file ({missing})" in out
     assert "Traceback" not in out and not (suite.results_dir / "jobs").exists()

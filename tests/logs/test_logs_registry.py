@@ -24,6 +24,8 @@ def test_the_anchor_search_order_is_the_hand_written_one():
         ("Step Time", [lf.STEP_TIME]),
         ("train_step_timing in s=", [lf.NEMO_DELTA, lf.TQDM]),
         ("tps", [lf.AUTOMODEL, lf.TITAN]),
+        ("s/step", [lf.AM_BAR]),
+        ("step/s", [lf.AM_BAR]),
         ("Iteration", [lf.AM_ITER]),
         ("Max iter time", [lf.AM_TIME]),
         ("MFU:", [lf.AM_MFU, lf.AM_SUMMARY]),
@@ -33,6 +35,8 @@ def test_the_anchor_search_order_is_the_hand_written_one():
         b"Step Time",
         b"train_step_timing",
         b"tps",
+        b"s/step",
+        b"step/s",
         b"Max iter time",
         b"MFU:",
     )

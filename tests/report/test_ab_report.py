@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 
 from perfgate.catalog import Baseline, Provenance, Row
 from perfgate.logs import Step, StepSeries
-from perfgate.report import ab, page, results, signoff, table
+from perfgate.report import ab, page, results, sessionfiles, signoff, table
 from perfgate.report.plot import COLORS, svg_for_record
 from perfgate.runs import RunRecord, RunResult
 from perfgate.verdicts import pairs_rule
@@ -119,9 +119,9 @@ def test_table_signoff_and_plot_name_the_mode():
 
 
 def test_perfgate_report_renders_the_ab_rows(tmp_path):
-    f = results.ResultsFile(tmp_path / "results.json", {"mode": "live"})
+    f = sessionfiles.ResultsFile(tmp_path / "results.json", {"mode": "live"})
     f.add(ab_record())
-    html = page.render(results.read(f.path))
+    html = page.render(sessionfiles.read(f.path))
     blob = json.loads(unescape(re.search(r'data-jsonblob="([^"]*)"', html).group(1)))
     (test,) = [t for tests in blob["tests"].values() for t in tests]
     detail = test["extras"][0]["content"]

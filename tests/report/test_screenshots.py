@@ -1,6 +1,6 @@
 """The replay report as a browser shows it (headless Chromium): issue #15's complaints, measured.
 
-The README's replay command gives 5 judged rows and 52 skipped ones. Asserted on the rendered
+The README's replay command gives 5 judged rows and 53 skipped ones. Asserted on the rendered
 page: its height with the skipped rows folded, the worst verdict first, the verdict cells'
 pixel colours in a screenshot, the plots' width, legends inside their SVG (real text metrics),
 the off-scale note clear of the markers, and the INFRA cause shown once. Set
@@ -20,7 +20,9 @@ from testutil import require
 from report.chromium import Browser, find_chromium, png_pixels
 
 pytest_plugins = ["pytester"]
-MAX_HEIGHT_PX = 3000  # 44 skipped rows expanded made ~10,000 px
+# 44 skipped rows expanded made ~10,000 px; the 3 rows to look at open with their plots: ~4,200
+MAX_HEIGHT_PX = 5000
+VIEWPORT_PX = 900
 RED, AMBER = (244, 199, 195), (253, 231, 176)  # .pg-red / .pg-amber backgrounds (page.CSS)
 
 
@@ -75,7 +77,7 @@ def test_replay_report_in_chromium(suite, browser, tmp_path):
         (Path(keep) / "replay-report.png").write_bytes(shot)
     width, height, _ = _png_size(shot)
 
-    # 52 skipped rows are one line, not 52 expanded tuples
+    # 53 skipped rows are one line, not 53 expanded tuples
     assert browser.js("document.documentElement.scrollHeight") == height
     assert height < MAX_HEIGHT_PX, height
     skipped = browser.js("document.querySelector('details.pg-skipped').innerText")
@@ -132,7 +134,47 @@ def test_replay_report_in_chromium(suite, browser, tmp_path):
     )
     assert infra.count("Tried to allocate 1.50 GiB") == 1
     assert infra.count("OOM") == 1
+    assert infra.count("CUDA out of memory") == 2  # the verdict line and the log tail's line
     assert width == page_w
+
+
+def test_report_counts_results_first_and_rows_to_look_at_open(suite, browser):
+    """#21 item 9: the badge said SKIPPED 53 while pytest-html said "0 Skipped" and "4 tests
+    took" for 5 judged rows; the environment table pushed the results below the first 900 px;
+    the rows the banner lists to look at started collapsed, their plots hidden."""
+    shutil.copytree(EXAMPLES, suite.path.parent / "replay", dirs_exist_ok=True)
+    browser.load(_replay_report(suite))
+
+    def shown(selector: str) -> list[str]:
+        return browser.js(
+            f"[...document.querySelectorAll({selector!r})].filter(e => e.offsetParent !== null)"
+            ".map(e => e.innerText.trim())"
+        )
+
+    assert shown(".pg-ran") == ["5 row(s) judged in " + shown(".pg-ran")[0].split(" in ")[1]]
+    assert shown(".run-count") == [] and shown(".filters span.skipped") == []
+    assert [t.rstrip(",") for t in shown(".filters span")][:2] == ["1 Failed", "3 Passed"]
+    assert "SKIPPED 53" in shown(".pg-counts")[0]
+    table_top = browser.js(f"{BOX}(document.getElementById('results-table'))")["y"]
+    env_top = browser.js(f"{BOX}(document.getElementById('environment'))")["y"]
+    assert table_top < VIEWPORT_PX < env_top, (table_top, env_top)
+    rows = browser.js(
+        "[...document.querySelectorAll('#results-table tbody.results-table-row')].map(t => "
+        "[t.querySelector('td.col-verdict').innerText, "
+        "!t.querySelector('.extras-row').classList.contains('hidden'), "
+        "[...t.querySelectorAll('.pg-plot svg')].some(s => s.getBoundingClientRect().width)])"
+    )
+    assert rows == [
+        [v, True, v != "INFRA"]
+        for v in ("REGRESSION", "INFRA", "INCONCLUSIVE", "INCONCLUSIVE", "NO_BASELINE")
+    ]
+    # pytest-html's own toggle still closes them
+    browser.js("document.querySelectorAll('#results-table td.col-result')[4].click()")
+    closed = browser.js(
+        "[...document.querySelectorAll('#results-table tbody.results-table-row')][4]"
+        ".querySelector('.extras-row').classList.contains('hidden')"
+    )
+    assert closed is True
 
 
 def _png_size(data: bytes) -> tuple[int, int, None]:

@@ -22,6 +22,7 @@ import pytest
 
 from perfgate import catalog
 from perfgate.catalog import Row
+from perfgate.report import sessionfiles
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "replay"
@@ -61,7 +62,11 @@ class Suite:
         )
 
     def results(self) -> dict[str, Any]:
-        """perfgate-results/results.json of the last run."""
+        """The results.json of the last session (its own, under perfgate-results/sessions)."""
+        return sessionfiles.read(sessionfiles.session_files(self.path / "perfgate-results")[-1])
+
+    def latest(self) -> dict[str, Any]:
+        """perfgate-results/results.json: the latest live or replay session."""
         return json.loads((self.path / "perfgate-results" / "results.json").read_text())
 
 

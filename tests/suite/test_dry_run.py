@@ -3,7 +3,10 @@ GPU-hours) in the terminal (compact; -v full) and in results.json, and the total
 
 from __future__ import annotations
 
+import re
 import shutil
+
+from .pytester_suite import REPO
 
 pytest_plugins = ["pytester"]
 
@@ -35,7 +38,8 @@ def test_dry_run_plans_every_row_and_submits_nothing(suite, monkeypatch):
     assert (
         f"dry run: {len(EXPECTED_H)} row(s), {8 + 8 + 32 * 4} node allocation(s), "
         f"{total:,.1f} GPU-hours at most (time-limit bound) + up to {total:,.1f} for "
-        "confirmation reruns; -v shows scripts and recipes"
+        "confirmation reruns; above --max-gpu-hours 512: a live session asks before "
+        "submitting (--yes where nobody can answer); -v shows scripts and recipes"
     ) in out
     assert "#SBATCH" not in "\n".join(out)  # compact by default
     rows = suite.results()["rows"]
@@ -88,23 +92,36 @@ def test_dry_run_verbose_shows_scripts_recipe_and_options(suite):
     assert "trainer.strategy.pipeline_model_parallel_size = 8" in text
 
 
-def test_missing_container_image_is_a_clear_error(suite):
+def test_missing_container_image_is_one_usage_error_before_any_row(suite):
+    """#21 item 10: the README's A/B example with files that do not exist gave one ERROR
+    per row (8 ERRORs, 0 rows planned); docs/suite.md promised one usage error."""
+    suite.real_baselines()
+    for flag in ("--container-image", "--candidate-image"):
+        images = {"--container-image": "./nemo-25.07.sqsh", "--candidate-image": "/x.sqsh"}
+        if flag == "--candidate-image":
+            (suite.path / "nemo-25.07.sqsh").write_bytes(b"hsqs")
+        args = [a for f, i in images.items() for a in (f, i)]
+        result = suite.run("--dry-run", "-m", "b200", "--gpus", "64", *args)
+        assert result.ret == 4
+        (line,) = [ln for ln in result.errlines if ln.startswith("ERROR:")]
+        path = suite.path / "nemo-25.07.sqsh" if flag == "--container-image" else "/x.sqsh"
+        assert line == f"ERROR: {flag} '{images[flag]}': no such squashfs file ({path})"
+        assert not any("::test_" in ln for ln in result.outlines)
+
+
+def test_the_readme_ab_example_dry_runs_and_says_it_is_above_max_gpu_hours(suite):
     suite.real_baselines()
     result = suite.run(
-        "--dry-run",
-        "-m",
-        "h100",
-        "-k",
-        "nemotron4_340b and bf16",
-        "--gpus",
-        "256",
-        "--container-image",
-        "/lustre/missing.sqsh",
+        *("--dry-run", "-m", "b200", "--gpus", "64", "--partition", "p6", "--account", "me"),
+        *("--tolerance", "0.02", "--time-limit", "20"),
+        *("--container-image", "nvcr.io#nvidia/nemo:25.07"),
+        *("--candidate-image", "nvcr.io#nvidia/nemo:25.09"),
     )
-    assert result.ret == 1
+    assert result.ret == 0 and result.parseoutcomes()["passed"] == 8
     assert (
-        "pretrain-nemotron4_340b-h100-bf16-256gpu-tp8pp8: container image "
-        "'/lustre/missing.sqsh': no such squashfs file (/lustre/missing.sqsh)"
+        "dry run: 8 row(s), 64 node allocation(s), 2,730.7 GPU-hours at most (time-limit "
+        "bound); above --max-gpu-hours 512: a live session asks before submitting (--yes "
+        "where nobody can answer); -v shows scripts and recipes"
     ) in result.outlines
 
 
@@ -146,3 +163,24 @@ def test_container_command_template_is_the_runtime_of_the_srun_line(suite):
     )
     assert both.ret == 1
     assert "--container-command is the runtime 'command', not 'podman'" in "\n".join(both.outlines)
+
+
+def test_the_plan_figures_in_the_docs_are_a_dry_runs(suite):
+    """#21 item 11: docs/suite.md showed `-m b200 --gpus 64` as 5 rows and 160 GPU-hours long
+    after the catalog grew; the README's and the guide's figures are checked here."""
+    suite.real_baselines()
+    docs = (REPO / "docs" / "suite.md").read_text()
+    readme = " ".join((REPO / "README.md").read_text().split())
+    result = suite.run("--dry-run", "-m", "b200", "--gpus", "64")
+    total = r"dry run: (\d+) row\(s\), (\d+) node allocation\(s\), ([\d,.]+) GPU"
+    m = re.search(total, "\n".join(result.outlines))
+    rows, nodes, hours = m.groups()
+    assert f"`perfgate: plan: {rows} row(s), {nodes} node allocation(s), {hours} GPU-hours" in docs
+    gpu_h = hours.removesuffix(".0")
+    assert f"For the command above: {rows} rows" in readme
+    assert f"{nodes} nodes, at most {gpu_h} GPU-hours" in readme
+    result = suite.run("--dry-run", "--all-rows")
+    total = r"dry run: (\d+) row\(s\), \d+ node allocation\(s\), ([\d,]+)\.\d GPU"
+    m = re.search(total, "\n".join(result.outlines))
+    whole = f"the whole catalog ({m.group(1)} rows, {m.group(2)} GPU-hours"
+    assert whole in " ".join(docs.split())

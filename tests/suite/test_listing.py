@@ -9,6 +9,7 @@ import pytest
 
 from perfgate import cli
 from perfgate.errors import ConfigError
+from perfgate.report import sessionfiles
 from perfgate.suite import expression, listing
 
 from .pytester_suite import EXAMPLES
@@ -66,7 +67,9 @@ def test_markers_without_rows_are_one_usage_error(suite, monkeypatch, capsys):
         "perfgate list: ", "perfgate list: error: "
     )
     assert cli.main(["list", "-m", "h1000"]) == 2
-    assert "-m 'h1000': unknown marker h1000; the rows' markers: " in capsys.readouterr().err
+    assert "-m 'h1000': unknown marker h1000 (did you mean h100?); the rows' markers: " in (
+        capsys.readouterr().err
+    )
 
 
 def test_expression_grammar_and_errors() -> None:
@@ -125,3 +128,32 @@ def test_lines_name_baseline_provenance_and_last_result(suite, monkeypatch, caps
     (row, total) = capsys.readouterr().out.splitlines()
     assert row == "lora-llama3_70b-h100-bf16-8gpu-tp2pp4vp20  8 GPUs/1 node(s)  nemo2  NO_BASELINE"
     assert total == "1 of 147 rows"
+
+
+def test_a_dry_run_never_hides_a_replays_results(suite, monkeypatch, capsys):
+    """#21 item 5: every session keeps its own results; the latest live/replay one stays
+    what `perfgate list` and `perfgate report` read after any number of dry runs."""
+    suite.real_baselines()
+    rid = "pretrain-nemotron4_340b-h100-bf16-256gpu-tp8pp8"
+    assert suite.run(f"--replay={EXAMPLES}", "-m", "h100").ret == 1
+    assert suite.run("--dry-run", "-m", "h100").ret == 0
+    assert suite.results()["rows"][rid]["verdict"] == "DRY_RUN"  # the dry run's own file
+    assert suite.latest()["rows"][rid]["verdict"] == "REGRESSION"
+    monkeypatch.chdir(suite.path)
+    capsys.readouterr()
+    assert cli.main(["list", "-k", "340b-h100-bf16-256gpu"]) == 0
+    assert "last: REGRESSION" in capsys.readouterr().out
+
+
+def test_two_sessions_with_one_results_dir_keep_their_verdicts(suite):
+    """#24 item 13: the first session's verdicts do not vanish when a second one runs."""
+    suite.real_baselines()
+    assert suite.run(f"--replay={EXAMPLES}", "-m", "h100", "-k", "340b").ret == 1
+    assert suite.run(f"--replay={EXAMPLES}", "-m", "h100", "-k", "15b").ret in (0, 1)
+    first, second = sessionfiles.session_files(suite.path / "perfgate-results")
+    judged = [
+        {r for r, rec in json.loads(f.read_text())["rows"].items() if rec["verdict"] != "SKIPPED"}
+        for f in (first, second)
+    ]
+    assert all(judged) and not judged[0] & judged[1]
+    assert suite.latest()["session_dir"] == f"sessions/{second.parent.name}"

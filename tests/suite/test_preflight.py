@@ -9,10 +9,12 @@ import select
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
 from perfgate import catalog
+from perfgate.errors import ConfigError
 from perfgate.suite import preflight
 
 from .pytester_suite import REPO
@@ -209,8 +211,43 @@ def test_override_valid_for_some_backends_only_names_them(suite):
         "ERROR: --override 'model.config.enable_cuda_graph': rejected by 1 of 2 selected "
         f"row(s): automodel (1 row(s): {auto.id}): model.config has no key 'enable_cuda_graph'"
     )
-    assert line.endswith("; valid for the nemo2 rows: select only those (-m nemo2)")
+    assert line.endswith("; valid for the 1 nemo2 row(s): select them all with -m nemo2")
     assert suite.run("--dry-run", "-m", "nemo2", *graph).ret == 0
+
+
+def test_the_readme_knob_example_names_every_row_it_is_valid_for(suite):
+    """#21 item 7: `-m h100 --override model.config.enable_cuda_graph=true` suggested
+    `-m megatron_bridge`, dropping the nemo2 rows the path is valid for."""
+    suite.real_baselines()
+    graph = ("--override", "model.config.enable_cuda_graph=true")
+    line = _error(suite.run("--dry-run", "-m", "h100", *graph))
+    assert line.endswith(
+        '; valid for the 36 nemo2 row(s): select them all with -m "h100 and nemo2"'
+    )
+    result = suite.run("--dry-run", "-m", "h100 and nemo2", *graph)
+    assert result.ret == 0 and result.parseoutcomes()["passed"] == 36
+    bridge = ("--override", "model.enable_cuda_graph=true")  # Bridge's spelling of the knob
+    assert suite.run("--dry-run", "-m", "h100 and megatron_bridge", *bridge).ret == 0
+
+
+def test_a_path_several_backends_accept_keeps_them_all() -> None:
+    def row(rid: str, backend: str):
+        return SimpleNamespace(id=rid, backend=backend)
+
+    rows = [row("a", "nemo2"), row("b", "megatron_bridge"), row("c", "automodel")]
+
+    def check(r, overrides):
+        if r.backend == "automodel":
+            raise ConfigError(f"row {r.id!r}: override 'x.y': model has no key 'x'")
+
+    with pytest.raises(ConfigError) as e:
+        preflight.check_session_overrides(rows, {"x.y": 1}, check, markexpr="h100")
+    assert str(e.value).endswith(
+        "; valid for the 2 megatron_bridge and nemo2 row(s): select them all with "
+        '-m "h100 and not automodel"'
+    )
+    assert preflight.keeping("h100 or b200", ["nemo2"], ["automodel"]) == "(h100 or b200) and nemo2"
+    assert preflight.keeping("", ["a", "b"], ["c", "d"]) == "not c and not d"
 
 
 def test_consent_rules_without_pytest() -> None:

@@ -171,3 +171,27 @@ def test_options_are_grouped_under_perfgate_with_help(suite):
     ):
         assert f"{flag} " in section or f"{flag}=" in section, flag
     assert "$SBATCH_ACCOUNT" in section and "$SBATCH_PARTITION" in section
+
+
+def test_an_empty_gpus_selection_says_which_gpu_counts_it_has(suite):
+    """#21 item 8: `--dry-run -m h100 --gpus 7` ended with exit 5 and no word."""
+    suite.real_baselines()
+    result = suite.run("--dry-run", "-m", "h100", "--gpus", "7")
+    assert result.ret == 5
+    assert (
+        "perfgate: --gpus 7 keeps none of the 58 row(s) selected; their GPU counts: 1, 8, 16, "
+        "32, 64, 128, 256, 512, 1024, 2048"
+    ) in result.outlines
+
+
+def test_an_unknown_marker_names_the_nearest_row_marker(suite):
+    """#21 item 8: `-m b2000` got pytest's "Unknown marker(s)" with no hint."""
+    suite.real_baselines()
+    result = suite.run("--dry-run", "-m", "b2000 and fp8")
+    assert result.ret == 4
+    (line,) = [ln for ln in result.errlines if ln.startswith("ERROR:")]
+    assert line.startswith(
+        "ERROR: -m 'b2000 and fp8': unknown marker b2000 (did you mean b200?); the rows' "
+        "markers: automodel, b200, "
+    )
+    assert suite.run("--dry-run", "-m", "b200 and fp8 and not slurm").ret == 0

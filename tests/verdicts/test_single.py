@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from pathlib import Path
 
-from perfgate import logs
+import pytest
+
+from perfgate import catalog, logs, verdicts
 from perfgate.catalog import Row
 from perfgate.logs import StepSeries
+from perfgate.runs import RunRecord, RunResult
 from perfgate.verdicts.single import measure
 
 LOGS = Path(__file__).resolve().parents[1] / "data" / "logs"
@@ -34,3 +39,28 @@ def test_torchtitan_memory_reaches_the_measured_peak():
     assert measured is not None, why
     assert measured.peak_memory_gib == 49.66
     assert measured.step_time_s == st.step_time_s
+
+
+def test_times_from_whole_second_stamps_keep_their_se_floor_in_the_verdict():
+    """#21 item 1: a window mean of whole-second stamps is equal step times, whose batch-means
+    SE is 0; the verdict's SE is the stamps' own precision instead."""
+    row = catalog.load_catalog(LOGS.parents[2] / "baselines").by_id[
+        "lora-llama3_8b-h100-bf16-1gpu-tp1fsdp-automodel"
+    ]
+    row = replace(row, gbs=8)  # 8 x 4096 tokens in 2 s: a step one H100 can run
+    stamps = "\n".join(
+        f"2026-05-17 04:{40 + (2 * k) // 60:02d}:{(2 * k) % 60:02d} | INFO | root | step {k} | "
+        f"epoch 0 | loss 0.5 | grad_norm 0.5 | lr 1.00e-05 | mem 20.00 GiB | tps 7000.00"
+        "(7000.00/gpu) | num_label_tokens 324"
+        for k in range(40)
+    )
+    series = logs.parse_text(stamps)
+    assert series.min_rel_se == pytest.approx(1 / math.sqrt(6) / 78)
+    measured, why = measure(row, series, "auto")
+    assert measured is not None, why
+    assert measured.se_s == pytest.approx(2.0 * series.min_rel_se)
+    run = RunRecord(image=None, label="baseline", series=series)
+    result = RunResult(row_id=row.id, job_id=None, state="LOCAL", runs=(run,))
+    base = replace(row.baseline, step_time_s=2.0, n_runs=1, runs=())
+    ev = verdicts.evaluate(replace(row, baseline=base), result, source="replay")
+    assert ev.measured.se_s == measured.se_s and ev.comparison.se > series.min_rel_se / 2

@@ -3,15 +3,17 @@ dry-run text, login-node checks, and a clean failure where Bridge cannot be impo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 from rowdata import as_row
 
+from perfgate.catalog import load_catalog
 from perfgate.errors import ConfigError
 from perfgate.logs import stepfile
 from perfgate.workload import dispatch
+from perfgate.workload.bridge import snapshot
 from perfgate.workload.bridge.face import describe as describe_bridge
 from perfgate.workload.bridge.plan import (
     perf_recipe_name,
@@ -26,6 +28,8 @@ from perfgate.workload.overrides import merged_overrides
 from perfgate.workload.runtime import STEPS_FILE, RankInfo
 from perfgate.workload.spec import WorkloadSpec
 from perfgate.workload.validate import check_overrides
+
+REPO = Path(__file__).resolve().parents[2]
 
 ROW = {
     "id": "pretrain-llama3_70b-b200-fp8-64gpu-tp2pp4vp5cp2-bridge",
@@ -176,9 +180,42 @@ def test_dry_run_and_login_check_need_no_bridge() -> None:
     assert "  train.train_iters = 20\n" in text and "  model.cuda_graph_impl = 'local'\n" in text
     assert "CUDA_DEVICE_MAX_CONNECTIONS=32" in text  # TP 2 on Blackwell
     assert describe_bridge(as_row(ROW), 20, {}) in text
-    assert check_overrides(as_row(ROW), {"ddp.overlap_grad_reduce": False}).startswith(
-        "checked the recipe mapping and override sections"
+    assert check_overrides(as_row(ROW), {"ddp.overlap_grad_reduce": False}) == (
+        "checked the recipe mapping; override paths checked against the snapshot of "
+        "Megatron-Bridge 0.6.2"
     )
+
+
+def _bridge_rows() -> list:
+    return [r for r in load_catalog(REPO / "baselines").rows if r.backend == "megatron_bridge"]
+
+
+def test_every_bridge_row_checks_the_whole_path_without_bridge() -> None:
+    """#21 item 2: `model.nonsense` passed for all 62 rows (only `model` was checked)."""
+    rows = _bridge_rows()
+    assert len(rows) == 62
+    for row in rows:
+        with pytest.raises(ConfigError) as e:
+            check_overrides(row, {"model.nonsense": 1})
+        assert (
+            str(e.value)
+            == f"row {row.id!r}: override 'model.nonsense': model has no field 'nonsense'"
+        )
+        with pytest.raises(ConfigError, match=r"ddp has no field 'overlap_grad_reduc' \(did you"):
+            check_overrides(row, {"ddp.overlap_grad_reduc": True})
+        ok = {
+            "model.enable_cuda_graph": True,  # every field of the model provider
+            "ddp.overlap_grad_reduce": False,
+            "env_vars.NCCL_NVLS_ENABLE": "1",  # a dict: its keys may be added
+            "comm_overlap.tp_comm_overlap_cfg.proj_fprop.num_sm": 24,  # None or various
+        }
+        check_overrides(row, ok)
+
+
+def test_a_model_the_snapshot_lacks_is_checked_against_every_pair() -> None:
+    row = replace(_bridge_rows()[0], model="llama3_8b_unknown_to_the_snapshot")
+    assert "model.enable_cuda_graph" in snapshot.valid_paths(row)
+    assert "model.nonsense" not in snapshot.valid_paths(row)
 
 
 def test_without_bridge_the_job_fails_in_one_line(tmp_path) -> None:

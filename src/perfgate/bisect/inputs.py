@@ -17,7 +17,7 @@ from perfgate import inputs
 from perfgate.catalog import Row
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.launch import images
-from perfgate.report import results
+from perfgate.report import sessionfiles
 
 
 def read_list(given: Sequence[str], images_file: str | None) -> list[str]:
@@ -99,7 +99,7 @@ def check_gate(path: str, rows: Sequence[Row], first: str, last: str) -> dict[st
     """The gate's results.json for the ends: every row an A/B of exactly these two images,
     judged REGRESSION; returns {row id: the gate's verdict line}."""
     try:
-        rows_in = results.read(path).get("rows") or {}
+        rows_in = sessionfiles.read(path).get("rows") or {}
     except (OSError, PerfgateError, ValueError) as e:
         raise ConfigError(f"--gate {path}: not a perfgate results.json ({e})") from None
     out = {}

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfgate import hardware
+from perfgate import charset, hardware, limits
 from perfgate.errors import ConfigError
 
 TASKS = ("pretrain", "sft", "lora")
@@ -241,17 +241,25 @@ def parse_gpu_counts(spec: str) -> Callable[[int], bool]:
     """A predicate over GPU counts; a bad spec is a ConfigError naming it."""
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigError(f"bad GPU count spec {spec!r}: expected e.g. 64, 8,16 or 8-64")
+    shown = charset.shown(spec.strip())
     ranges: list[tuple[int, int]] = []
     for part in spec.split(","):
         match = _COUNT_PART.match(part)
         if not match:
             raise ConfigError(
-                f"bad GPU count spec {spec!r}: {part.strip()!r} is not N or N-M "
+                f"bad GPU count spec {shown}: {charset.shown(part.strip())} is not N or N-M "
                 "(expected e.g. 64, 8,16 or 8-64)"
             )
+        for text in filter(None, match.groups()):
+            if len(text) > 9 or int(text) > limits.GPUS.value:  # len first: int() of 10^5 digits
+                cut = text if len(text) <= 20 else text[:19] + "…"
+                raise ConfigError(
+                    f"--gpus {shown}: GPU count {cut}: at most {limits.GPUS.value:,} "
+                    f"({limits.GPUS.why})"
+                )
         lo = int(match.group(1))
         hi = int(match.group(2)) if match.group(2) else lo
         if lo < 1 or hi < lo:
-            raise ConfigError(f"bad GPU count spec {spec!r}: range {part.strip()!r} is empty")
+            raise ConfigError(f"bad GPU count spec {shown}: range {part.strip()!r} is empty")
         ranges.append((lo, hi))
     return GpuCounts(spec=spec.strip(), ranges=tuple(ranges))

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from typing import Any
 
-from perfgate import charset, hardware
+from perfgate import charset, hardware, limits
 from perfgate.catalog import validate
 from perfgate.catalog.rows import DEFAULT_BACKEND, Baseline, BaselineRun, Provenance, Row
 from perfgate.errors import ConfigError
@@ -94,10 +94,11 @@ def _unknown_keys(where: str, data: Mapping[str, Any], valid: tuple[str, ...], w
     if not unknown:
         return
     key = unknown[0]
-    close = difflib.get_close_matches(str(key), valid, n=1)
+    close = difflib.get_close_matches(str(key)[: limits.MAX_NAME_CHARS], valid, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise ConfigError(
-        f"{where}: unknown {what} field {key!r}{hint}; valid fields: {', '.join(valid)}"
+        f"{where}: unknown {what} field {charset.shown(key)}{hint}; valid fields: "
+        f"{', '.join(valid)}"
     )
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfgate import atomic, inputs
+from perfgate import atomic, inputs, limits
 from perfgate.catalog import validate
 from perfgate.catalog.rows import GPUS, Baseline, Row, parse_gpu_counts
 from perfgate.catalog.schema import dump_rows, row_from_dict
@@ -30,7 +30,9 @@ LOCK_TIMEOUT_S = 120.0
 
 def _read_json(path: Path) -> Any:
     try:
-        text = inputs.read_text(path, ConfigError)
+        text = inputs.read_text(
+            path, ConfigError, max_bytes=limits.MAX_BASELINES_BYTES, what="baselines file"
+        )
     except OSError as e:
         raise ConfigError(f"{path}: cannot read baselines file ({e.strerror})") from None
     except UnicodeDecodeError as e:

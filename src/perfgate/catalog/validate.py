@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from perfgate import charset, hardware, models, secrets
+from perfgate import charset, hardware, limits, models, secrets
 from perfgate.catalog import rows
 from perfgate.catalog.rows import Baseline, Row
 from perfgate.errors import ConfigError
@@ -67,6 +67,24 @@ def _check_precision(row: Row, where: str, spec: hardware.GpuSpec) -> None:
         raise ConfigError(f"{where}: field 'precision': {e}") from None
 
 
+# The largest value each count may take (perfgate.limits says why in the error).
+_BOUNDS = {
+    "num_gpus": limits.GPUS,
+    "gpus_per_node": limits.GPUS_PER_NODE,
+    "gbs": limits.BATCH,
+    "mbs": limits.BATCH,
+    "seq_len": limits.SEQ_LEN,
+    "tp": limits.GPUS,
+    "pp": limits.GPUS,
+    "cp": limits.GPUS,
+    "ep": limits.GPUS,
+    "etp": limits.GPUS,
+    "vp": limits.VP,
+    "steps": limits.STEPS,
+    "time_limit_min": limits.TIME_LIMIT_MIN,
+}
+
+
 def _check_sizes(row: Row, where: str) -> None:
     for name in ("num_gpus", "gpus_per_node", "gbs", "mbs", "seq_len", "tp", "pp", "cp", "ep"):
         value = getattr(row, name)
@@ -76,6 +94,10 @@ def _check_sizes(row: Row, where: str) -> None:
         value = getattr(row, name)
         if value is not None and value < 1:
             raise _bad(where, name, "must be at least 1 or null", value)
+    for name, bound in _BOUNDS.items():
+        value = getattr(row, name)
+        if value is not None and value > bound.value:
+            raise _bad(where, name, f"must be at most {bound.value:,} ({bound.why})", value)
     if row.vp is not None:
         if row.vp < 2:
             raise _bad(where, "vp", "must be at least 2 (null means no interleaving)", row.vp)
@@ -189,6 +211,22 @@ def validate_baseline(b: Baseline, where: str) -> None:
             raise _bad(where, f"baseline.{name}", "must be a positive finite number", value)
     if b.n_runs < 1:
         raise _bad(where, "baseline.n_runs", "must be at least 1", b.n_runs)
+    if b.n_runs > limits.RUNS.value:
+        raise _bad(
+            where,
+            "baseline.n_runs",
+            f"must be at most {limits.RUNS.value:,} (launches of one row)",
+            b.n_runs,
+        )
+    top = limits.STEP_TIME_S
+    for name, value in (
+        ("step_time_s", b.step_time_s),
+        ("step_time_spread_s", b.step_time_spread_s),
+    ):
+        if value is not None and value > top.value:
+            raise _bad(
+                where, f"baseline.{name}", f"must be at most {top.value:,} s ({top.why})", value
+            )
     if b.runs and len(b.runs) != b.n_runs:
         raise _bad(where, "baseline.n_runs", f"must equal the {len(b.runs)} stored runs", b.n_runs)
     if b.mfu is not None and not (0 < b.mfu <= 1):

@@ -47,8 +47,9 @@ def stored_summary(run: Mapping[str, Any], window: stats.Window) -> stats.RunSum
             **{k: math.nan if v is None and k in floats else v for k, v in s.items()}
         )
     times = [t for _, t in run.get("steps") or ()]
+    floor = run.get("min_rel_se") or 0.0  # whole-second stamps (StepSeries.min_rel_se)
     try:
-        return stats.summarize_run(times, window) if times else None
+        return stats.summarize_run(times, window, min_rel_se=floor) if times else None
     except PerfgateError:  # a broken run is stored as not steady
         return None
 

@@ -19,12 +19,38 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from perfgate import charset
+from perfgate import charset, limits
 from perfgate.errors import ConfigError
 from perfgate.launch.types import LaunchOptions
 from perfgate.secrets import is_secret
 
 SBATCH_KEY = re.compile(r"[a-z][a-z0-9_-]*")  # a long option name, as submitit writes it
+# sbatch options perfgate or submitit set, or that change what sbatch does with the script:
+# --slurm-param may not replace or add them (submitit puts extra parameters last, so one
+# would win over submitit's own line).
+OWNED_SBATCH = {
+    "output": "submitit writes the job's log there and reads it back",
+    "error": "submitit writes the job's errors there and reads them back",
+    "open-mode": "submitit appends to its logs across requeues",
+    "job-name": "perfgate names each job after its row (--resume finds it so)",
+    "time": "give --time-limit MIN",
+    "nodes": "the row's GPUs and GPUs per node set it",
+    "ntasks": "the row's GPUs set it",
+    "ntasks-per-node": "the row's GPUs per node set it",
+    "gpus-per-node": "the row's GPUs per node set it",
+    "gpus": "the row's GPUs and GPUs per node set them",
+    "signal": "perfgate handles the time limit's warning signal itself",
+    "array": "perfgate submits one job per row",
+    "wrap": "it would replace the batch script perfgate renders",
+    "parsable": "submitit reads sbatch's usual answer for the job id",
+    "test-only": "sbatch would submit nothing",
+    "wait": "sbatch would block until the job ends",
+    "hold": "the session would wait for a job nobody releases",
+    "export": "perfgate passes the environment (--env, secrets) with sbatch's default; give --env",
+    "help": "sbatch would print its help instead of submitting",
+    "usage": "sbatch would print its usage instead of submitting",
+    "version": "sbatch would print its version instead of submitting",
+}
 # A registry image as enroot and docker spell it: [USER@][REGISTRY[:PORT]#|/]PATH[:TAG][@DIGEST]
 IMAGE_URI = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@#+-]*")
 
@@ -94,6 +120,8 @@ def image(what: str, value: str) -> None:
 def environment(env: Mapping[str, str], origin: str = "--env") -> None:
     """Names and values of what the ranks get; a secret's value is never shown."""
     for name, value in env.items():
+        charset.check_length(origin, "name", name, limits.MAX_NAME_CHARS, "an environment name")
+        charset.check_length(origin, name, str(value), limits.MAX_TEXT_CHARS, "a value")
         if not charset.ENV_NAME.fullmatch(name):
             raise ConfigError(f"{origin} {charset.shown(name)}: {charset.RULES[charset.ENV_NAME]}")
         _control(f"{origin} {name}=", str(value), secret=is_secret(name))
@@ -126,6 +154,7 @@ def options(o: LaunchOptions) -> None:
                 f"--slurm-param {charset.shown(key)}: an sbatch option name is lowercase "
                 "letters, digits, '-' and '_' (e.g. mail-type=END)"
             )
+        owned_slurm_param(key, value)
         directive_value(f"--slurm-param {key}=", value)
     charset.check_name("LaunchOptions", "job_name_prefix", o.job_name_prefix)
     charset.check_name("LaunchOptions", "mpi", o.mpi)
@@ -140,6 +169,22 @@ def options(o: LaunchOptions) -> None:
     for flag, value in (("--results-dir", o.results_dir), ("--finetune-data", o.finetune_data)):
         if value is not None:
             _control(flag, value)
+
+
+def owned_slurm_param(key: str, value: object) -> None:
+    """Refuse a --slurm-param perfgate or submitit owns (OWNED_SBATCH), also abbreviated:
+    sbatch takes any unambiguous prefix of a long option (--out is --output)."""
+    name = key.replace("_", "-")  # submitit writes mail_type as --mail-type
+    owned = [o for o in OWNED_SBATCH if o.startswith(name)]
+    if not owned:
+        return
+    given = f"--slurm-param {charset.shown(f'{key}={value}' if value is not True else key)}"
+    exact = name if name in OWNED_SBATCH else None
+    which = exact or owned[0]
+    read_as = "" if exact else f" (--{name} abbreviates --{' or --'.join(owned)})"
+    raise ConfigError(
+        f"{given}: perfgate owns sbatch's --{which}{read_as}: {OWNED_SBATCH[which]}; leave it out"
+    )
 
 
 def script(text: str, shell_lines: Iterable[str]) -> None:

@@ -37,6 +37,7 @@ class Part:
     # The first step logged twice in a row with two step times: which copy is right cannot
     # be known, so the run cannot be judged (step -> the reason).
     conflicts: dict[int, str] = field(default_factory=dict)
+    min_rel_se: float = 0.0  # see StepSeries.min_rel_se
 
 
 def parse_lines(

@@ -75,4 +75,5 @@ def chain(parts: Sequence[Part]) -> StepSeries:
         notes=tuple(notes),
         segment_starts=tuple(seg),
         reported=reported,
+        min_rel_se=max((p.min_rel_se for p in parts if p.steps), default=0.0),
     )

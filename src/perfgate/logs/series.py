@@ -36,6 +36,10 @@ class StepSeries:
     segment_starts: tuple[int, ...] = ()  # first step of each segment after the first
     # Summary lines the logger printed itself (e.g. Automodel's average_step_time_s).
     reported: dict[str, float] = field(default_factory=dict, hash=False)
+    # The smallest relative standard error the step times can support: > 0 when they are a
+    # window mean of whole-second timestamps (perfgate.logs.formats.fields.window_mean_times).
+    min_rel_se: float = 0.0
+
     # perfgate.runs.CAUSES word of invalid_reason: "NAN" (a NaN or inf value, Megatron's NaN
     # iterations) or "BAD_LOG" (the log contradicts itself); None reads as NAN.
     invalid_cause: str | None = None

@@ -49,9 +49,17 @@ def with_id(row_id: str, message: str) -> str:
     return message if row_id in message else f"{row_id}: {message}"
 
 
-def write_summary(tr: Any, recs: Sequence[RowRecord], verbosity: int, confirm: int = 0) -> None:
+def write_summary(
+    tr: Any,
+    recs: Sequence[RowRecord],
+    verbosity: int,
+    confirm: int = 0,
+    max_gpu_hours: float | None = None,
+) -> None:
     """The dry-run section of the terminal summary (tr: pytest's terminal reporter); confirm:
-    the reruns on other nodes each one-run row may need (--confirm), counted as "up to"."""
+    the reruns on other nodes each one-run row may need (--confirm), counted as "up to";
+    above max_gpu_hours (with those reruns, as the consent counts) it says that a live
+    session would ask before submitting."""
     total_h = reruns_h = 0.0
     nodes = 0
     for rec in sorted(recs, key=lambda r: r["row_id"]):
@@ -80,8 +88,14 @@ def write_summary(tr: Any, recs: Sequence[RowRecord], verbosity: int, confirm: i
                     tr.write_line(f"    {line}")
     planned = sum(1 for r in recs if r.get("plan"))
     reruns = f" + up to {reruns_h:,.1f} for confirmation reruns" if reruns_h else ""
+    above = ""
+    if max_gpu_hours is not None and total_h + reruns_h > max_gpu_hours:
+        above = (
+            f"; above --max-gpu-hours {max_gpu_hours:,g}: a live session asks before "
+            "submitting (--yes where nobody can answer)"
+        )
     tr.write_line(
         f"dry run: {planned} row(s), {nodes} node allocation(s), "
-        f"{total_h:,.1f} GPU-hours at most (time-limit bound){reruns}; -v shows scripts and "
+        f"{total_h:,.1f} GPU-hours at most (time-limit bound){reruns}{above}; -v shows scripts and "
         "recipes"
     )

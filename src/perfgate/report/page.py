@@ -50,8 +50,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[a-zA-Z]")
 
 CSS = """
 body{display:flex;flex-direction:column;color:#333}
-body>h1{order:0}body>p{order:1}.summary{order:2}#environment-header{order:3}
-#environment{order:4}#results-table{order:5}footer{order:6}
+body>h1{order:0}body>p{order:1}.summary{order:2}#results-table{order:3}
+#environment-header{order:4}#environment{order:5}footer{order:6}
+.run-count,.filters input[data-test-result=skipped],.filters span.skipped{display:none}
 .perfgate-signoff{font-size:13px;color:#222;margin-bottom:8px}
 .perfgate-signoff table{border-collapse:collapse;margin:6px 0}
 .perfgate-signoff td,.perfgate-signoff th{border:1px solid #ccc;padding:3px 8px;text-align:left;
@@ -149,9 +150,33 @@ def log_lines(rec: Record) -> list[str]:
     return [escape(error) + "\n"] if error else []
 
 
+# pytest-html collapses every passed row; the rows the sign-off lists to look at (INCONCLUSIVE,
+# NO_BASELINE, SHIFT, IMPROVEMENT: passed, not green) start open, through pytest-html's own
+# toggle so its state (and "Hide all details") still works. Runs once its table is drawn.
+OPEN_SCRIPT = """<script>
+document.addEventListener("DOMContentLoaded", function () {
+  var done = {};
+  for (var n = 0; n < 10000; n++) {
+    var cell = null;
+    document.querySelectorAll("#results-table tbody").forEach(function (t) {
+      var v = t.querySelector("td.col-verdict");
+      var r = t.querySelector("tr.collapsible > td.col-result.collapsed");
+      if (!cell && v && r && !/pg-green/.test(v.className) && !done[r.parentNode.dataset.id]) {
+        cell = r;
+      }
+    });
+    if (!cell) break;
+    done[cell.parentNode.dataset.id] = true;
+    cell.click();
+  }
+});
+</script>"""
+
+
 def summary_html(records: Sequence[Record], session: dict[str, Any]) -> str:
-    """The summary prefix: the report's style, then the sign-off block."""
-    return f"<style>{CSS}</style>" + signoff.signoff_html(records, session)
+    """The summary prefix: the report's style, then the sign-off block, then the script that
+    opens the rows to look at."""
+    return f"<style>{CSS}</style>" + signoff.signoff_html(records, session) + OPEN_SCRIPT
 
 
 def environment_entries(records: Sequence[Record], session: dict[str, Any]) -> dict[str, str]:

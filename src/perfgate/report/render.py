@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfgate.report import page, results
+from perfgate.report import page, sessionfiles
 
 
 def render_file(results_path: str | Path, html_path: str | Path) -> int:
     """Read results.json, write the HTML report; returns the number of rows rendered."""
-    data = results.read(results_path)
+    data = sessionfiles.read(results_path)
     out = Path(html_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page.render(data), encoding="utf-8")

@@ -1,7 +1,7 @@
-"""results.json: every number of the report, one record per row, rewritten as each row finishes.
+"""results.json's records: every number of the report, one record per row.
 
-The file is replaced atomically (temp file + fsync + rename) after every row, so an
-interrupted session keeps what it had. `perfgate report results.json` renders from it alone.
+Where they are written, as each row finishes, and how they are read back is
+perfgate.report.sessionfiles. `perfgate report results.json` renders from them alone.
 A record holds a list of runs (label, image, versions, per-step times) so an A/B row can carry
 two containers; single-mode rows have one run labelled "baseline". A/B records (mode
 "paired") add "ab": both sides (image, digest, versions, pooled step time), the versions that
@@ -10,27 +10,23 @@ changed, every pair (order, step times, delta), the stored-baseline drift.
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from dataclasses import asdict
-from datetime import date, datetime, timezone
-from pathlib import Path
+from datetime import date
 from typing import Any
 
-from perfgate import atomic, catalog, inputs
-from perfgate.errors import ConfigError, PerfgateError
+from perfgate import catalog
+from perfgate.errors import PerfgateError
 from perfgate.history.records import stored_summary
 from perfgate.launch.types import JobPlan
 from perfgate.report import phases as report_phases
 from perfgate.report.decimate import decimate
+from perfgate.report.sessionfiles import now
 from perfgate.rowrecord import RowRecord, RunEntry
 from perfgate.runs import RunRecord
 from perfgate.secrets import recorded, redact
 from perfgate.stats import json_ready, summarize_run
 from perfgate.verdicts import Evaluation
-
-SCHEMA = "perfgate.results/1"
 
 
 def _finite(x: float | None) -> float | None:
@@ -216,78 +212,26 @@ def _run_entry(run: RunRecord, label: str | None = None, window: Any = "auto") -
     }
     if run.job_id:  # a replayed launch of its own job
         entry["job_id"] = run.job_id
+    if series is not None and series.min_rel_se:
+        entry["min_rel_se"] = series.min_rel_se
     if len(times) > MAX_STORED_STEPS:
         # A long run: its spikes and shape (decimate), and the summary of every step, which
         # the history and --update-baselines take instead of summarizing the points kept.
         entry["steps"] = [[s, t] for s, t in decimate(numbers, times, MAX_STORED_POINTS)]
         entry["n_steps"] = len(times)
-        entry["summary"] = _summary_of(times, numbers, window)
+        floor = series.min_rel_se if series is not None else 0.0
+        entry["summary"] = _summary_of(times, numbers, window, floor)
     return entry
 
 
-def _summary_of(times: list[float], numbers: list[int], window: Any) -> dict[str, Any] | None:
+def _summary_of(
+    times: list[float], numbers: list[int], window: Any, min_rel_se: float
+) -> dict[str, Any] | None:
     try:
-        return json_ready(asdict(summarize_run(times, window, step_numbers=numbers)))
+        summary = summarize_run(times, window, step_numbers=numbers, min_rel_se=min_rel_se)
+        return json_ready(asdict(summary))
     except PerfgateError:  # e.g. a negative step time: the run is not steady
         return None
-
-
-def now() -> str:
-    """UTC timestamp, ISO 8601, seconds."""
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
-
-
-class ResultsFile:
-    """results.json of one session: records keyed by row id, rewritten atomically on add()."""
-
-    def __init__(self, path: Path, session: dict[str, Any]) -> None:
-        self.path = Path(path)
-        self.data: dict[str, Any] = {
-            "schema": SCHEMA,
-            "session": {"started": now(), "finished": None, **session},
-            "environment": {},
-            "rows": {},
-        }
-
-    def add(self, rec: RowRecord) -> None:
-        """Add or replace a row's record and write the file."""
-        self.data["rows"][rec["row_id"]] = rec
-        self.write()
-
-    def finish(self, environment: dict[str, Any], metadata: dict[str, Any] | None = None) -> None:
-        """Stamp the end of the session with the environment seen (and pytest-metadata's
-        table of the login node, which the report shows), and write."""
-        self.data["session"]["finished"] = now()
-        if metadata is not None:
-            self.data["session"]["metadata"] = metadata
-        self.data["environment"] = environment
-        self.write()
-
-    def write(self) -> None:
-        """Atomically replace the file with the current data."""
-        write_json_atomic(self.path, self.data)
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to a temp file beside path, fsync, then rename over path."""
-    atomic.write_json(path, json_ready(data), allow_nan=False, default=str)
-
-
-def read(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a results.json; a one-line error names the file and what is wrong."""
-    path = Path(path)
-    try:
-        data = json.loads(inputs.read_text(path, ConfigError))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such results file") from None
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{path}: not a readable results.json ({e})") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise ConfigError(f"{path}: field 'schema' is {found!r}, expected {SCHEMA!r}")
-    if not isinstance(data.get("rows"), dict):
-        raise ConfigError(f"{path}: field 'rows' must be an object keyed by row id")
-    return data
 
 
 def _runs(

@@ -213,8 +213,21 @@ def signoff_html(records: Sequence[Record], session: dict[str, Any] | None = Non
         if len(shown) > WORST_SHOWN:
             lines.append(f"<p>... and {len(shown) - WORST_SHOWN} more in the table below.</p>")
     lines.append(skipped_html(records, session))
+    lines.append(ran_html(records))
     lines.append("</div>")
     return "\n".join(lines)
+
+
+def ran_html(records: Sequence[Record]) -> str:
+    """How many rows were judged and how long their tests took: the page's one run count
+    (pytest-html's own leaves out errors and skipped rows, so the page hides it)."""
+    judged = [r for r in records if r.get("verdict") not in ("SKIPPED", "DRY_RUN")]
+    planned = [r for r in records if r.get("verdict") == "DRY_RUN"]
+    took = sum(float(r.get("duration_s") or 0.0) for r in (*judged, *planned))
+    what = f"{len(judged)} row(s) judged" if judged or not planned else ""
+    if planned:
+        what = ", ".join(x for x in (what, f"{len(planned)} row(s) planned") if x)
+    return f'<p class="pg-ran">{escape(what)} in {escape(fmt.seconds(took, 3))}.</p>'
 
 
 def night_text(records: Sequence[Record], session: dict[str, Any]) -> str | None:

@@ -27,13 +27,13 @@ Named priors:
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate import inputs, limits
 from perfgate.errors import ConfigError
 
 MAX_DF = 1000.0  # above this the scaled F is the scaled chi-square for every purpose here
@@ -194,14 +194,14 @@ def pair_groups(log_ratios: Sequence[float]) -> list[tuple[float, float]]:
 def read_prior(path: str | Path) -> NoisePrior:
     """A prior written by `perfgate calibrate`; a one-line error names the file and field."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(
-            f"{path}: no noise prior file (write one with perfgate calibrate)"
-        ) from None
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{path}: not a readable noise prior ({e})") from None
+    data = inputs.read_json(
+        path,
+        ConfigError,
+        max_bytes=limits.MAX_SMALL_FILE_BYTES,
+        what="noise prior",
+        missing=f"{path}: no noise prior file (write one with perfgate calibrate)",
+        unreadable=f"{path}: not a readable noise prior",
+    )
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise ConfigError(f"{path}: field 'schema' is {found!r}, expected {SCHEMA!r}")

@@ -210,11 +210,14 @@ def summarize_run(
     window: Window = "auto",
     *,
     step_numbers: Sequence[int] | None = None,
+    min_rel_se: float = 0.0,
 ) -> RunSummary:
     """Summarize one run: drop warm-up (MSER-5 after a minimum skip, or a fixed window).
 
     step_times are seconds per step in step order; step_numbers (default 0, 1, 2, ...) are
     the 0-based step numbers they belong to. NaN marks a missing value and is left out.
+    min_rel_se: the SE never falls below this fraction of the median (step times that are a
+    window mean of whole-second stamps: StepSeries.min_rel_se).
     """
     values, missing = _validate(step_times)
     # Computed in units of a power of two near the largest step time (exact: only the
@@ -277,7 +280,7 @@ def summarize_run(
         return _not_steady(n, method, reason, missing)
     cv = _mad_sigma(xs, med) / med
     clipped = _clip(xs, med, _clip_width(xs, med))
-    se = _MEDIAN_EFFICIENCY * batch_means_se(clipped)
+    se = max(_MEDIAN_EFFICIENCY * batch_means_se(clipped), min_rel_se * med)
     spikes = sum(x > med * (1 + SPIKE_THRESHOLD) for x in xs) / len(xs)
     half = len(xs) // 2
     m1, m2 = statistics.median(xs[:half]), statistics.median(xs[len(xs) - half :])

@@ -16,7 +16,7 @@ from typing import Any
 from perfgate import catalog
 from perfgate.catalog import Row
 from perfgate.errors import ConfigError
-from perfgate.report import results
+from perfgate.report import sessionfiles
 from perfgate.rowrecord import RowRecord
 from perfgate.suite import expression, selection
 
@@ -120,7 +120,7 @@ def _records(path: Path) -> tuple[dict[str, Any], str | None]:
     """Row records of a results.json and when its session finished ({} when absent)."""
     if not path.exists():
         return {}, None
-    data = results.read(str(path))
+    data = sessionfiles.read(str(path))
     session = data.get("session") or {}
     return data.get("rows") or {}, session.get("finished") or session.get("started")
 

@@ -25,6 +25,7 @@ from perfgate.report import bench, extras, junit
 from perfgate.report.environment import login_metadata
 from perfgate.report.html import HtmlHooks
 from perfgate.suite import options, selection
+from perfgate.suite.live import say
 from perfgate.suite.settings import settings_from_config
 from perfgate.suite.state import ITEM, PerfgateState
 from perfgate.verdicts import Evaluation
@@ -101,6 +102,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
+        if dropped and not kept:  # pytest would end with exit 5 and no word on why
+            rows = [r for item in dropped if (r := selection.row_of(item))]
+            say(config, selection.gpu_counts_line(state.settings.gpus, rows))
     if not state.is_worker:
         state.preflight_overrides([r for item in items if (r := selection.row_of(item))])
 
@@ -169,6 +173,20 @@ class SessionHooks:
         if rec is not None and not self.state.is_worker:
             self.state.add_record(rec)
             report.extras = [*getattr(report, "extras", []), *extras.extras_for(rec)]
+
+    @pytest.hookimpl(tryfirst=True)  # before pytest's -m, whose error names no nearest marker
+    def pytest_collection_modifyitems(self, config: pytest.Config) -> None:
+        """-m naming a marker nothing registers: one usage error with the nearest row marker."""
+        markexpr = config.option.markexpr
+        if not markexpr:
+            return
+        registered = [line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")]
+        try:
+            why = selection.unregistered_markers(markexpr, self.state.catalog.rows, registered)
+        except PerfgateError:  # a catalog or expression error is reported where it belongs
+            return
+        if why:
+            raise pytest.UsageError(why)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:

@@ -33,11 +33,13 @@ def check_session_overrides(
     rows: Sequence[Row],
     overrides: Mapping[str, Any],
     check: Callable[[Row, Mapping[str, Any]], object],
+    markexpr: str = "",
 ) -> None:
     """Check every row with the session's overrides; raise one ConfigError for the session.
 
     check(row, overrides) raises a ConfigError naming the bad path (workload.validate's
     check_overrides). A row whose own catalog overrides are bad is reported as such.
+    markexpr (the session's -m) is the start of the expression the error suggests.
     """
     rejected: dict[str, list[tuple[Row, str]]] = {}
     accepted: list[Row] = []
@@ -52,7 +54,7 @@ def check_session_overrides(
         else:
             accepted.append(row)
     if rejected:
-        raise ConfigError(_rejection(rejected, accepted, len(rows)))
+        raise ConfigError(_rejection(rejected, accepted, len(rows), markexpr))
 
 
 def _reason(message: str, path: str) -> str:
@@ -60,8 +62,24 @@ def _reason(message: str, path: str) -> str:
     return message.split(repr(path), 1)[1].lstrip(":, ").strip()
 
 
+def keeping(markexpr: str, accepting: Sequence[str], rejecting: Sequence[str]) -> str:
+    """The -m expression that keeps the selection's rows of the accepting backends only:
+    `h100 and nemo2`, or `h100 and not automodel` when several backends accept."""
+    if len(accepting) == 1:
+        part = accepting[0]
+    else:
+        part = " and ".join(f"not {b}" for b in sorted(rejecting))
+    base = markexpr.strip()
+    if not base:
+        return part
+    return f"{base} and {part}" if base.isidentifier() else f"({base}) and {part}"
+
+
 def _rejection(
-    rejected: Mapping[str, list[tuple[Row, str]]], accepted: Sequence[Row], n_rows: int
+    rejected: Mapping[str, list[tuple[Row, str]]],
+    accepted: Sequence[Row],
+    n_rows: int,
+    markexpr: str = "",
 ) -> str:
     path, bad = next(iter(rejected.items()))
     by_backend: dict[str, list[tuple[Row, str]]] = {}
@@ -76,11 +94,18 @@ def _rejection(
         parts.append(f"{backend} ({len(ids)} row(s): {shown}): {items[0][1]}")
     msg = f"--override {path!r}: rejected by {len(bad)} of {n_rows} selected row(s): "
     msg += "; ".join(parts)
-    backends = sorted({r.backend for r in accepted} - set(by_backend))
-    if accepted and backends:
-        msg += f"; valid for the {'/'.join(backends)} rows: select only those (-m {backends[0]})"
+    backends = sorted({r.backend for r in accepted})
+    if accepted and not set(backends) & set(by_backend):  # whole backends accept, or reject
+        expr = keeping(markexpr, backends, list(by_backend))
+        shown = f'"{expr}"' if " " in expr else expr
+        msg += (
+            f"; valid for the {len(accepted)} {' and '.join(backends)} row(s): select them all "
+            f"with -m {shown}"
+        )
     elif accepted:
-        msg += f"; valid for {len(accepted)} other row(s): select only those"
+        msg += (
+            f"; valid for {len(accepted)} other row(s) ({', '.join(backends)}): select only those"
+        )
     others = [p for p in rejected if p != path]
     if others:
         msg += f"; also rejected: {', '.join(repr(p) for p in others)}"

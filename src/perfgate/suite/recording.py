@@ -1,6 +1,7 @@
 """The session's side of the history store: what it records, when, and what it reads back.
 
-Live sessions are stored; dry runs never; replays only with --store-replay, and the example
+Live sessions are stored (rows sbatch refused are not: a session that submitted nothing
+leaves no session); dry runs never; replays only with --store-replay, and the example
 logs of examples/replay never (they are not measurements). The session row is inserted
 with the first row that finishes, each row's runs as the row finishes (one transaction
 each, by the controller only: xdist workers read, never write), the end at session end.
@@ -130,7 +131,10 @@ class HistoryRecorder:
         if not self.writes or rec.get("verdict") in ("SKIPPED", "DRY_RUN"):
             return
         assert self.store is not None
+        if self.settings.mode == "live" and not (rec.get("job") or {}).get("job_id"):
+            return  # never submitted (sbatch refused it): a session of none leaves no trace
         try:
+            runs = records.runs_from_record(rec, self.settings.window)
             if self.session_id is None:
                 self.session_id = self.store.start_session(
                     Session(
@@ -151,9 +155,7 @@ class HistoryRecorder:
                         command=redact(shlex.join(["pytest", *mask_env_args(self.args)])),
                     )
                 )
-            self.store.add_runs(
-                self.session_id, records.runs_from_record(rec, self.settings.window)
-            )
+            self.store.add_runs(self.session_id, runs)
         except PerfgateError as e:
             self.error = self.error or str(e)
 

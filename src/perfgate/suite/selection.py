@@ -7,6 +7,7 @@ row value (a GPU, precision, task, backend or model family perfgate knows) needs
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable, Sequence
 
 import pytest
@@ -75,10 +76,41 @@ def rowless_markers(markexpr: str, rows: Iterable[Row], strict: bool = False) ->
             f"knows the value; the rows' markers: {', '.join(sorted(on_rows))})"
         )
     if strict and unknown:
-        return f"-m {markexpr!r}: unknown marker {', '.join(unknown)}; the rows' markers: " + (
-            ", ".join(sorted(on_rows))
-        )
+        return unknown_marker(markexpr, unknown, on_rows)
     return None
+
+
+def unknown_marker(markexpr: str, unknown: Sequence[str], on_rows: Iterable[str]) -> str:
+    """The one line for -m names no marker has: the nearest row marker of the first, if one is
+    close (b2000: b200), and the rows' markers."""
+    markers = sorted(on_rows)
+    close = difflib.get_close_matches(unknown[0], markers, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return (
+        f"-m {markexpr!r}: unknown marker {', '.join(unknown)}{hint}; the rows' markers: "
+        + ", ".join(markers)
+    )
+
+
+def unregistered_markers(
+    markexpr: str, rows: Iterable[Row], registered: Iterable[str]
+) -> str | None:
+    """unknown_marker's line when -m names a marker neither a row nor pytest's registry
+    (ini, plugins, the suite's own) has, else None: pytest's own error offers no nearest one."""
+    on_rows = marker_names(rows)
+    have = on_rows | set(registered) | set(SUITE_MARKERS)
+    names = expression.identifiers(markexpr)
+    unknown = [n for n in dict.fromkeys(names) if n not in have]
+    return unknown_marker(markexpr, unknown, on_rows) if unknown else None
+
+
+def gpu_counts_line(spec: str, rows: Sequence[Row]) -> str:
+    """What an empty --gpus selection says: the GPU counts the selected rows have."""
+    counts = sorted({r.num_gpus for r in rows})
+    return (
+        f"perfgate: --gpus {spec} keeps none of the {len(rows)} row(s) selected; their GPU "
+        f"counts: {', '.join(map(str, counts))}"
+    )
 
 
 def params(rows: Sequence[Row]) -> list:

@@ -6,7 +6,6 @@ Parsing is strict: a bad value is a one-line ConfigError naming the option and t
 
 from __future__ import annotations
 
-import json
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -14,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from perfgate import inputs, stats
+from perfgate import inputs, limits, stats
 from perfgate.charset import ENV_NAME
 from perfgate.errors import ConfigError
 from perfgate.history.store import DEFAULT_NAME
-from perfgate.launch import checks
+from perfgate.launch import checks, images
 from perfgate.launch.types import LaunchOptions
 from perfgate.secrets import MASK, is_knob, is_secret
 from perfgate.stats import priors
@@ -99,12 +98,14 @@ def _refuse_secrets(env: dict[str, str], where: str) -> None:
 
 def read_env_file(path: str) -> dict[str, str]:
     """A JSON object of string values (numbers are accepted and turned into strings)."""
-    try:
-        data = json.loads(inputs.read_text(path, ConfigError))
-    except FileNotFoundError:
-        raise ConfigError(f"--env-file {path}: file not found") from None
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"--env-file {path}: not a JSON file ({e})") from None
+    data = inputs.read_json(
+        path,
+        ConfigError,
+        max_bytes=limits.MAX_SMALL_FILE_BYTES,
+        what="--env-file",
+        missing=f"--env-file {path}: file not found",
+        unreadable=f"--env-file {path}: not a JSON file",
+    )
     if not isinstance(data, dict):
         raise ConfigError(f"--env-file {path}: expected a JSON object of NAME: value")
     out: dict[str, str] = {}
@@ -225,6 +226,35 @@ def _confirmations(config: pytest.Config) -> tuple[int, bool, float | None]:
     return confirm, bool(opt("confirm_inconclusive")), fdr
 
 
+# What a real cluster can mean (perfgate.limits): each option's largest value.
+_BOUNDS = {
+    "steps": limits.STEPS,
+    "time_limit": limits.TIME_LIMIT_MIN,
+    "max_concurrent_jobs": limits.JOBS,
+    "repeat": limits.RUNS,
+    "pairs": limits.RUNS,
+    "max_pairs": limits.RUNS,
+    "poll_interval": limits.POLL_S,
+    "max_gpu_hours": limits.GPU_HOURS,
+}
+
+
+def _check_images(launch: LaunchOptions) -> None:
+    """A local image file that does not exist is one usage error before any row is planned
+    (dry runs included), not one ERROR per row; runtime none: images are only labels."""
+    if launch.container_runtime == "none" or launch.executor == "local":
+        return
+    for flag, image in (
+        ("--container-image", launch.container_image),
+        ("--candidate-image", launch.candidate_image),
+    ):
+        if image:
+            try:
+                images.resolve_for(launch.container_runtime, image)
+            except ConfigError as e:
+                raise ConfigError(f"{flag} {str(e).removeprefix('container image ')}") from None
+
+
 def settings_from_config(config: pytest.Config) -> Settings:
     """Build and validate Settings (and LaunchOptions) from the parsed pytest options."""
     opt = config.getoption
@@ -244,6 +274,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
         value = opt(name)
         if value is not None and value < 1:
             raise ConfigError(f"--{name.replace('_', '-')} {value}: must be at least 1")
+    limits.check_options(config.option, _BOUNDS)
     env: dict[str, str] = {}
     if opt("env_file"):
         env.update(read_env_file(opt("env_file")))
@@ -294,6 +325,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
         repeat=repeat or 1,
     )
     checks.options(launch)  # before any row: one line naming the option, not one per row
+    _check_images(launch)
     confirm, confirm_inconclusive, fdr = _confirmations(config)
     noise = _noise(opt("alpha"), opt("noise_cv"), opt("noise_df"), opt("noise_prior"), baselines)
     return Settings(

@@ -24,7 +24,7 @@ from perfgate import catalog, launch, verdicts
 from perfgate.catalog import Row
 from perfgate.charset import printable
 from perfgate.errors import PerfgateError
-from perfgate.report import dryrun, results, signoff, table, trend
+from perfgate.report import dryrun, sessionfiles, signoff, table, trend
 from perfgate.report.environment import environment
 from perfgate.rowrecord import RowRecord
 from perfgate.runs import RunResult
@@ -59,7 +59,7 @@ class PerfgateState:
         self._judged: dict[str, Evaluation | str] | None = None  # --fdr: the night's verdicts
         self.index: replay.ReplayIndex | None = None
         self.records: dict[str, RowRecord] = {}
-        self.results: results.ResultsFile | None = None
+        self.results: sessionfiles.ResultsFile | None = None
         self.update: updates.Update | None = None  # what --update-baselines did
         self.recorder = HistoryRecorder(
             settings, Path(config.rootpath), self.is_worker, config.invocation_params.args
@@ -106,7 +106,10 @@ class PerfgateState:
             return
         try:
             preflight.check_session_overrides(
-                rows, self.settings.launch.overrides, self.check_overrides
+                rows,
+                self.settings.launch.overrides,
+                self.check_overrides,
+                markexpr=self.config.option.markexpr or "",
             )
         except PerfgateError as e:
             raise pytest.UsageError(str(e)) from None
@@ -317,14 +320,24 @@ class PerfgateState:
         when the history has one) and rewrite results.json with it."""
         self.records[rec["row_id"]] = rec
         if self.results is None:
-            path = self.settings.results_dir / "results.json"
-            self.results = results.ResultsFile(path, self.session_info())
+            self.results = self.results_file()
         self.recorder.add(rec)
         if rec.get("verdict") not in ("SKIPPED", DRY_RUN):
             rec["trend"] = trend.trend_record(self.recorder.runs(rec["row_id"]))
         self.results.add(rec)
         if self.settings.mode == "live":
             say(self.config, f"perfgate: {rec['row_id']} done: {rec['verdict']}")
+
+    def results_file(self) -> sessionfiles.ResultsFile:
+        """This session's own results.json (the results-dir's results.json follows live and
+        replay sessions only: a dry run never hides real results)."""
+        s = self.settings
+        folder = sessionfiles.new_session_dir(s.results_dir, s.mode)
+        points = s.mode in sessionfiles.POINTING_MODES
+        pointer = s.results_dir / sessionfiles.POINTER if points else None
+        return sessionfiles.ResultsFile(
+            folder / "results.json", self.session_info(), pointer, durable=points
+        )
 
     def interrupted(self) -> None:
         """Ctrl-C: cancel what the signal handler has not, and say what was cancelled."""
@@ -352,18 +365,24 @@ class PerfgateState:
             self.update_baselines()
         if self.results is not None:
             self.results.finish(environment(self.record_list(), self.session_info()), metadata)
+            if self.settings.mode == "dry-run":
+                sessionfiles.prune_dry_runs(self.settings.results_dir)
 
     def write_summary(self, tr: Any, verbosity: int) -> None:
         """The perfgate section of the terminal summary (tr: pytest's terminal reporter)."""
         recs = table.worst_first(self.record_list())
         tr.write_sep("=", f"perfgate ({self.settings.mode})")
         if self.settings.mode == "dry-run":
-            dryrun.write_summary(tr, recs, verbosity, self.settings.confirm)
+            dryrun.write_summary(
+                tr, recs, verbosity, self.settings.confirm, self.settings.max_gpu_hours
+            )
         else:
             for line in signoff.terminal_lines(recs, self.report_session()):
                 tr.write_line(printable(line))
         if self.results is not None:
-            tr.write_line(f"results: {self.results.path}")
+            pointer = self.results.pointer
+            latest = f" (latest: {pointer})" if pointer is not None else ""
+            tr.write_line(f"results: {self.results.path}{latest}")
         rec = self.recorder
         if rec.error:
             tr.write_line(f"history: {rec.error}", yellow=True)

@@ -65,7 +65,7 @@ def first_after(points: Sequence[trend.Point], base: Baseline) -> int:
 def judge(
     row: Row,
     base: Baseline,
-    runs: Sequence[Sequence[float]],
+    runs: Sequence[Sequence[float] | stats.RunSummary],
     tolerance: float,
     window: stats.Window,
     noise: stats.Noise,
@@ -181,10 +181,12 @@ def _level(
     return level, h_ss + b_ss, h_df + b_df, note
 
 
-def _steady_logs(runs: Sequence[Sequence[float]], window: stats.Window) -> list[float]:
+def _steady_logs(
+    runs: Sequence[Sequence[float] | stats.RunSummary], window: stats.Window
+) -> list[float]:
     out = []
     for steps in runs:
-        s = stats.summarize_run(list(steps), window)
+        s = steps if isinstance(steps, stats.RunSummary) else stats.summarize_run(steps, window)
         if s.steady:
             out.append(math.log(s.median_s))
     return out

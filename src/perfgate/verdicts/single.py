@@ -139,7 +139,7 @@ def throughput(
 
 def measure(row: Row, series: StepSeries, window: stats.Window) -> tuple[Measured | None, str]:
     """Summarize a series; (None, reason) when it has no steady state."""
-    summary = stats.summarize_run(series.step_times, window=window)
+    summary = stats.summarize_run(series.step_times, window=window, min_rel_se=series.min_rel_se)
     if not summary.steady:
         return None, summary.reason or "no steady state"
     step_time = summary.median_s
@@ -244,7 +244,9 @@ def evaluate(
     every = [x for x in every if x.steps]
     fastest = measured.step_time_s
     if len(every) > 1:  # --repeat K: the row's numbers pool its steady runs
-        summaries = [stats.summarize_run(x.step_times, window) for x in every]
+        summaries = [
+            stats.summarize_run(x.step_times, window, min_rel_se=x.min_rel_se) for x in every
+        ]
         steady = [x for x in summaries if x.steady]
         measured = pooled_measured(row, steady, result.runs)
         fastest = min(x.median_s for x in steady)
@@ -268,7 +270,14 @@ def evaluate(
             series=series,
             **common,
         )
-    judged = nightly.judge(row, base, [x.step_times for x in every], tol, window, noise, history)
+    # A run whose times carry an SE floor (whole-second stamps) is judged by its summary.
+    runs = [
+        stats.summarize_run(x.step_times, window, min_rel_se=x.min_rel_se)
+        if x.min_rel_se
+        else x.step_times
+        for x in every
+    ]
+    judged = nightly.judge(row, base, runs, tol, window, noise, history)
     comp = judged.comparison
     ref = (judged.history or {}).get("reference")
     message = verdict_line(row, comp, measured, base, judged.verdict, judged.mode, ref)

@@ -28,6 +28,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from perfgate import charset, limits
 from perfgate.errors import ConfigError
 
 # Callbacks perfgate adds when an override names one the recipe lacks: name -> import path.
@@ -90,8 +91,12 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
     for item in items:
         path, sep, value = str(item).partition("=")
         if not sep:
-            raise ConfigError(f"--override {item!r}: expected PATH=VALUE")
+            raise ConfigError(f"--override {charset.shown(item)}: expected PATH=VALUE")
         path = path.strip()
+        # The rule for rows' values: no control character, bidi override, or endless text.
+        charset.check_length("--override", "path", path, limits.MAX_NAME_CHARS, "a path")
+        charset.check_text("--override", "path", path)
+        charset.check_tree("--override", path, parse_value(value))
         if not path or any(not part for part in path.lstrip("+").split(".")):
             raise ConfigError(f"override path {path!r} has an empty segment")
         head = path.removeprefix("recipe.").split(".")[0]
@@ -117,6 +122,21 @@ def merged_overrides(
     return out
 
 
+def split_common(
+    per_key: Mapping[str, Mapping[str, str]],
+) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """A path snapshot's (paths every key shares, each key's own others), sorted: what
+    nemo2's and megatron_bridge's paths.json hold."""
+    keys = list(per_key)
+    first = per_key[keys[0]] if keys else {}
+    common = {p: t for p, t in first.items() if all(per_key[k].get(p) == t for k in keys)}
+    own = {
+        k: dict(sorted((p, t) for p, t in per_key[k].items() if p not in common))
+        for k in sorted(per_key)
+    }
+    return dict(sorted(common.items())), own
+
+
 def suggest(name: str, candidates: Iterable[str]) -> str:
     """' (did you mean X?)' for the closest candidate, or ''."""
     close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.75)
@@ -124,13 +144,17 @@ def suggest(name: str, candidates: Iterable[str]) -> str:
 
 
 def check_against_snapshot(
-    overrides: Mapping[str, Any], valid_paths: Mapping[str, str], origin: str
+    overrides: Mapping[str, Any],
+    valid_paths: Mapping[str, str],
+    origin: str,
+    open_types: tuple[str, ...] = ("NoneType",),
 ) -> None:
     """Raise a ConfigError for the first path the snapshot does not know (no NeMo needed).
 
     valid_paths maps each settable path to its value's type name ("Config" for config
-    objects, whose fields are listed too); a path below a field whose value is None (e.g. a
-    tp_comm_overlap_cfg the recipe leaves unset) cannot be checked here and is accepted.
+    objects, whose fields are listed too); a path below a field whose value's type is one of
+    open_types (None: e.g. a tp_comm_overlap_cfg the recipe leaves unset; Bridge adds dict)
+    cannot be checked here and is accepted.
     """
     for path, value in overrides.items():
         if path in valid_paths:
@@ -138,7 +162,7 @@ def check_against_snapshot(
         if _removes_known_callback(path, value, valid_paths):
             continue
         parent = path.rsplit(".", 1)[0]
-        if _under_settable_object(parent, valid_paths):
+        if _under_settable_object(parent, valid_paths, open_types):
             continue
         parts = path.split(".")
         if parts[:2] == ["trainer", "callbacks"] and len(parts) >= 3:
@@ -167,12 +191,14 @@ def _removes_known_callback(path: str, value: Any, valid_paths: Mapping[str, str
     return removal and any(p.startswith(path + ".") for p in valid_paths)
 
 
-def _under_settable_object(parent: str, valid_paths: Mapping[str, str]) -> bool:
+def _under_settable_object(
+    parent: str, valid_paths: Mapping[str, str], open_types: tuple[str, ...] = ("NoneType",)
+) -> bool:
     # A path below a leaf whose value the snapshot records as a config object (e.g.
     # trainer.callbacks.MegatronCommOverlapCallback.tp_comm_overlap_cfg when it is None by
     # default) cannot be checked without NeMo: accept it here, NeMo checks it in the job.
-    while "." in parent:
-        if valid_paths.get(parent) == "NoneType":
+    while parent:
+        if valid_paths.get(parent) in open_types:
             return True
-        parent = parent.rsplit(".", 1)[0]
+        parent = parent.rsplit(".", 1)[0] if "." in parent else ""
     return False

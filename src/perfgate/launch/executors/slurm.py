@@ -7,6 +7,7 @@ submitit's own rendering of the same parameters the submission gets.
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import subprocess
@@ -33,6 +34,42 @@ from perfgate.launch.types import LaunchOptions
 SIGNAL_DELAY_S = 60
 FINAL_STATE_WAIT_S = 30  # result pickle written, job still COMPLETING (KillWait, epilog)
 COMMANDS = ("sbatch", "srun", "squeue", "scancel")
+PING_TIMEOUT_S = 20
+# What Slurm's clients say, fatally, when they find no slurm.conf and no configless source:
+# every sbatch would then fail the same way, once per row.
+NOT_CONFIGURED = (
+    "Could not establish a configuration source",
+    "Unable to process configuration file",
+    "s_p_parse_file: cannot stat file",
+)
+NO_SLURM_HINT = "run from a login node, or use --dry-run, --replay DIR or --executor local"
+
+
+def configuration_problem() -> str | None:
+    """Why Slurm's clients here cannot reach a cluster's configuration, or None.
+
+    SLURM_CONF naming no file is told at once (the clients would retry it for 60 s); else
+    `scontrol ping` (sinfo where scontrol is missing) must not end in one of the fatal
+    NOT_CONFIGURED errors. Any other failure (a controller down) is left to sbatch to say.
+    """
+    conf = os.environ.get("SLURM_CONF")
+    if conf and not Path(conf).is_file():
+        return f"SLURM_CONF={conf} names no file"
+    tool = next((t for t in ("scontrol", "sinfo") if shutil.which(t)), None)
+    if tool is None:
+        return None
+    argv = [tool, "ping"] if tool == "scontrol" else [tool, "-h", "-o", "%P"]
+    try:
+        out = subprocess.run(
+            argv, capture_output=True, text=True, timeout=PING_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):  # slow or odd: sbatch will say what it is
+        return None
+    text = out.stderr + out.stdout
+    if out.returncode == 0 or not any(s in text for s in NOT_CONFIGURED):
+        return None
+    fatal = [ln for ln in text.splitlines() if "fatal:" in ln] or text.splitlines()
+    return f"{fatal[-1].split('fatal:', 1)[-1].strip()} ({' '.join(argv)})"
 
 
 def sbatch_parameters(options: LaunchOptions, ctx: JobContext) -> dict[str, Any]:
@@ -84,13 +121,15 @@ class SlurmExecutor:
         self.slurm = SlurmStates()
 
     def require(self) -> None:
-        """A one-line error on a machine without Slurm's commands, before any row is planned."""
+        """A one-line error on a machine without Slurm's commands, or whose commands find no
+        cluster configuration, before any row is planned."""
         missing = [c for c in COMMANDS if shutil.which(c) is None]
         if missing:
-            raise PerfgateError(
-                f"no Slurm here ({', '.join(missing)} not on PATH): run from a login node, or "
-                "use --dry-run, --replay DIR or --executor local"
-            )
+            gone = ", ".join(missing)
+            raise PerfgateError(f"no Slurm here ({gone} not on PATH): {NO_SLURM_HINT}")
+        problem = configuration_problem()
+        if problem:
+            raise PerfgateError(f"Slurm here is not configured: {problem}; {NO_SLURM_HINT}")
 
     def render(
         self, options: LaunchOptions, ctx: JobContext, rdir: Path, image: str | None

@@ -20,6 +20,7 @@ from perfgate.logs.formats import (
     train_step_timing,
 )
 from perfgate.logs.formats.automodel import AUTOMODEL
+from perfgate.logs.formats.automodel import BAR as AM_BAR
 from perfgate.logs.formats.automodel_benchmark import AM_ITER, AM_MFU, AM_SUMMARY, AM_TIME
 from perfgate.logs.formats.base import (
     MAX_STEP,
@@ -44,6 +45,7 @@ from perfgate.logs.formats.train_step_timing import NEMO_DELTA, TQDM
 
 __all__ = [
     "ALL_RANK_KINDS",
+    "AM_BAR",
     "AM_ITER",
     "AM_MFU",
     "AM_SUMMARY",

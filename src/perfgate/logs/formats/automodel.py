@@ -1,7 +1,18 @@
 """NeMo Automodel train_ft lines: `step N | epoch E | loss X | ... | tps X(Y/gpu)`, with
-throughput but no step time; step times come from tokens_per_step or the log timestamps.
+throughput but no step time, and (Automodel >= 0.5) the tqdm bar that rank 0 redraws on the
+same stream, glued in front of the next record.
 
-Verbatim examples: tests/data/reference/log_formats.md.
+A step's time comes from, in this order:
+1. --tokens-per-step N, when given: N / tps for every step (tps is the step's tokens over
+   its own wall time, exactly); the caller vouches that each step holds N tokens.
+2. The tqdm bar: `Training:  k%|...| k/N [elapsed<left, 2.04s/step, loss=..., tps=...]`,
+   drawn after step k-1 finished (its count is k), with tqdm's rate over the recent steps
+   (an exponential moving average of step times, factor 0.3, three significant digits),
+   when bars were drawn after at least BAR_COVERAGE of the steps.
+3. The records' timestamps, which have whole-second resolution: only as a window mean
+   (fields.window_mean_times), never per step, and with the SE floor they support.
+
+Verbatim examples: tests/data/reference/log_formats.md; tests/data/logs/README.md.
 """
 
 from __future__ import annotations
@@ -10,18 +21,21 @@ import re
 
 from perfgate.logs.formats.base import (
     NUM,
+    ByKind,
+    Derive,
     Family,
     LogFormat,
+    PartReport,
     Record,
     Shape,
     Span,
     count_of,
     integer,
-    records_of,
 )
-from perfgate.logs.formats.fields import between_stamps, log_time, throughput_deriver
+from perfgate.logs.formats.fields import log_time, window_mean_times
 
 AUTOMODEL = "automodel"  # NeMo Automodel train_ft `step N | epoch E | ... | tps X(Y/gpu)`
+BAR = "automodel_tqdm"  # its tqdm bar state `| k/N [..., 2.04s/step` (the time of step k-1)
 
 _STEP = re.compile(r"\bstep (\d+) \| epoch (\d+) \|")
 _FIELDS = {
@@ -33,6 +47,12 @@ _FIELDS = {
 # Automodel's validation line: `[val] name "default" | step 9 | epoch 0 | loss ...`.
 _VAL = re.compile(r"\[val\](?: name \"[^\"]*\")? \|\s*$")
 _LABEL_TOKENS = re.compile(r"\| num_label_tokens (\d+)")
+# The bar times the run when it was drawn after nearly every step (tqdm skips a redraw within
+# 0.1 s of the last; a grep may have dropped the bars): else a stray bar is ignored.
+BAR_COVERAGE = 0.9
+# tqdm's unit is `step`: `2.04s/step` below one step a second, `4.57step/s` above; a bar cut
+# by the terminal's width may end right after the rate.
+_BAR = re.compile(r"\|\s*(\d+)/(\d+)\s*\[[^\]|]*?,\s*(" + NUM + r")(s/step|step/s)")
 
 
 def _step(span: Span) -> Record | None:
@@ -57,71 +77,100 @@ def _step(span: Span) -> Record | None:
     return Record(AUTOMODEL, integer(span.match.group(1)), v, time=log_time(line, prev_end, start))
 
 
+def _bar(span: Span) -> Record | None:
+    m = span.match
+    count, rate = int(m.group(1)), float(m.group(3))
+    if count < 1 or not rate > 0:
+        return None  # the first frame (`0/N [00:00<?, ?step/s]`) times nothing
+    seconds = rate if m.group(4) == "s/step" else 1.0 / rate
+    return Record(BAR, count - 1, {"tqdm_step_time_s": seconds})
+
+
+def _records(by_kind: ByKind, part: PartReport) -> list[Record]:
+    """The step records, each with the time of the first bar drawn after it (the bar of
+    count k follows step k-1's record in the file; a restarted attempt's record is the
+    latest of its step number by then)."""
+    latest: dict[int, Record] = {}
+    for rec in sorted([*by_kind[AUTOMODEL], *by_kind[BAR]], key=lambda r: r.seq):
+        if rec.kind == AUTOMODEL:
+            latest[rec.step] = rec  # type: ignore[index]
+        elif (step := latest.get(rec.step)) is not None:  # type: ignore[arg-type]
+            step.values.setdefault("tqdm_step_time_s", rec.values["tqdm_step_time_s"])
+    return list(by_kind[AUTOMODEL])
+
+
 def automodel_step_times(
     kept: dict[int, Record], tokens_per_step: float | None, num_gpus: int | None
-) -> tuple[str, int]:
-    """Give one rank's Automodel train_ft records a step time; return (how, number left without).
-
-    Automodel's tps is the step's non-padding tokens over its wall time, and in fine-tuning
-    that token count varies from step to step (gbs * seq_len would overstate it several
-    times). tokens_per_step / tps is used only where every token of the step was a label
-    (num_label_tokens == tokens_per_step: packed pretraining data); elsewhere the time
-    between the log lines' timestamps.
-    """
-    how: list[str] = []
-    missing = 0
-    prev: Record | None = None
-    for s in sorted(kept):
-        rec = kept[s]
-        v = rec.values
-        tps = v.get("tokens_per_s")
-        full = tokens_per_step and v.get("num_label_tokens") == tokens_per_step
-        if tps and (full or (tokens_per_step and "num_label_tokens" not in v and not rec.time)):
-            v["step_time_s"] = tokens_per_step / tps
-            way = f"tokens_per_step / tps ({tokens_per_step:g} tokens per step)"
-        elif (dt := between_stamps(prev, rec, s)) is not None:
-            v["step_time_s"] = dt
-            way = "log timestamps between consecutive logged steps"
-        else:
-            missing += 1
-            way = None
-        if way and way not in how:
-            how.append(way)
+) -> tuple[str | None, int, float]:
+    """Give one rank's records a step time (see the module doc); return (how, steps left
+    without one, the relative SE floor of the times)."""
+    floor = 0.0
+    tps_of = {s: r.values.get("tokens_per_s") for s, r in kept.items()}
+    if tokens_per_step and any(tps_of.values()):
+        for s, rec in kept.items():
+            if tps_of[s]:
+                rec.values["step_time_s"] = tokens_per_step / tps_of[s]  # type: ignore[operator]
+        how = f"--tokens-per-step / tps ({tokens_per_step:g} tokens in every step, as given)"
+    elif sum("tqdm_step_time_s" in r.values for r in kept.values()) >= BAR_COVERAGE * len(kept):
+        for rec in kept.values():
+            if "tqdm_step_time_s" in rec.values:
+                rec.values["step_time_s"] = rec.values["tqdm_step_time_s"]
+        how = (
+            "the tqdm bar's s/step drawn after each step (tqdm's moving average of the recent "
+            "steps, 3 significant digits)"
+        )
+    elif (read := window_mean_times(kept)) is not None:
+        floor, _ = read
+        how = (
+            "the log's whole-second timestamps as one window mean: every step of the run's "
+            "steady stretch gets its total time over its steps (slow intervals such as "
+            f"warm-up or a checkpoint keep their own); the mean is known to {floor:.2%} "
+            "(the SE floor the statistics use)"
+        )
+    else:
+        how = None
+    missing = sum(1 for r in kept.values() if "step_time_s" not in r.values)
+    for rec in kept.values():
+        tps = rec.values.get("tokens_per_s")
         if tps:
             # Automodel's "/gpu" divides by dp*cp only: per GPU when tp = pp = 1.
-            per_dp = v["tokens_per_s_per_dp_rank"]
-            v["tokens_per_s_per_gpu"] = tps / num_gpus if num_gpus else per_dp
-        prev = rec
-    return "; ".join(how), missing
+            per_dp = rec.values["tokens_per_s_per_dp_rank"]
+            rec.values["tokens_per_s_per_gpu"] = tps / num_gpus if num_gpus else per_dp
+    return how, missing, floor
 
 
-def _coarse_stamps(kept: dict[int, Record], how: str) -> str | None:
-    """Whole-second stamps bound each derived time only to 1 s: say so."""
-    stamps = [r.time for r in kept.values() if r.time is not None]
-    if "log timestamps" in how and all(t == int(t) for t in stamps):
-        return (
-            "the log's timestamps have 1 s resolution; each step time is within 1 s, their sum "
-            "over a window exact to 1 s"
-        )
-    return None
+def _deriver(part: PartReport, tokens_per_step: float | None, num_gpus: int | None) -> Derive:
+    def derive(kept: dict[int, Record], first_stream: bool) -> None:
+        how, missing, floor = automodel_step_times(kept, tokens_per_step, num_gpus)
+        if not first_stream:
+            return
+        if how is None:
+            part.problem = (
+                "Automodel lines log tps but no step time, no tqdm bar with a rate, and no two "
+                "timestamped lines to measure between; pass --tokens-per-step N when every "
+                "step holds N tokens"
+            )
+            return
+        part.min_rel_se = max(part.min_rel_se, floor)
+        part.notes.append(f"{part.origin}: Automodel step times derived from {how}")
+        if missing:
+            steps = "step had" if missing == 1 else "steps had"
+            part.notes.append(
+                f"{part.origin}: {missing} logged {steps} nothing to time it by (the first "
+                "step of an attempt has no earlier timestamp); dropped"
+            )
 
-
-_DERIVER = throughput_deriver(
-    "Automodel",
-    automodel_step_times,
-    "Automodel lines log tps but no step time, and no two timestamped lines to measure "
-    "between; tokens_per_step / tps (--tokens-per-step) is used only when num_label_tokens "
-    "equals it (tps counts each step's own non-padding tokens)",
-    _coarse_stamps,
-)
+    return derive
 
 
 FAMILY = Family(
-    markers=(b"tps",),
-    shapes=(Shape("tps", AUTOMODEL, _STEP, _step, all_ranks=True),),
+    markers=(b"tps", b"s/step", b"step/s"),
+    shapes=(
+        Shape("tps", AUTOMODEL, _STEP, _step, all_ranks=True),
+        Shape("s/step", BAR, _BAR, _bar),  # tqdm's unit is `step`, its rate `2.04s/step`
+        Shape("step/s", BAR, _BAR, _bar),  # ... or `4.57step/s`
+    ),
     formats=(
-        LogFormat(
-            "automodel", score=count_of(AUTOMODEL), records=records_of(AUTOMODEL), deriver=_DERIVER
-        ),
+        LogFormat("automodel", score=count_of(AUTOMODEL), records=_records, deriver=_deriver),
     ),
 )

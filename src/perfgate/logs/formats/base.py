@@ -116,6 +116,7 @@ class PartReport(Protocol):
     origin: str
     notes: list[str]
     problem: str | None
+    min_rel_se: float  # the step times' own resolution, relative (StepSeries.min_rel_se)
 
 
 ByKind = dict[str, list[Record]]  # a defaultdict: a kind with no records reads as []

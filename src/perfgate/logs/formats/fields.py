@@ -6,6 +6,7 @@ Pure stdlib (the workload imports it inside the container).
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Callable
@@ -131,3 +132,52 @@ def throughput_deriver(
         return derive
 
     return deriver
+
+
+# --- whole-second timestamps as a window mean ---------------------------------------------
+
+STAMP_RESOLUTION_S = 1.0
+_STAMP_SD = STAMP_RESOLUTION_S / math.sqrt(6)  # of a difference of two floored stamps
+SLOW_FACTOR = 2.0  # an interval this many times the typical step (+ the resolution) is slow
+
+
+def window_mean_times(kept: dict[int, Record]) -> tuple[float, int] | None:
+    """Step times of one rank's records from whole-second stamps, as a window mean; returns
+    (the relative standard error the mean can support, steps left without), or None when
+    no two records of one attempt have stamps.
+
+    A stamp marks the end of its step, floored to the second, so the time between two
+    records is known to +-1 s: one interval of a 2 s step reads 1, 2 or 3 s and two records
+    in one second read 0. Only a long stretch is measured well, so the run's time is read
+    as one window: every step of an interval that is not slow gets the mean of all of them
+    (their total time over their steps), the only figure the stamps resolve to better than
+    a second. Slow intervals (above SLOW_FACTOR x the typical step + 1 s: warm-up, a
+    checkpoint or a validation pass) keep their own mean, so the statistics can drop them as
+    warm-up or clip them as spikes instead of having them spread into every step. The mean's
+    own error: each contiguous stretch of steady intervals adds one stamp difference, sd
+    1/sqrt(6) s; divided by the stretches' total time it is the relative SE returned, which
+    the statistics take as the floor of the run's SE (a window of equal values would claim
+    none). The first logged step has no earlier stamp and keeps no time.
+    """
+    recs = [kept[s] for s in sorted(kept)]
+    spans = []  # (record ending the interval, seconds, steps)
+    for a, b in itertools.pairwise(recs):
+        same = a.values.get("_attempt") == b.values.get("_attempt")
+        if a.time is not None and b.time is not None and same and b.step > a.step:
+            spans.append((b, max(b.time - a.time, 0.0), b.step - a.step))  # type: ignore[operator]
+    if not spans:
+        return None
+    later = spans[len(spans) // 4 :]  # the start is warm-up: it must not set "typical"
+    typical = sum(sec for _, sec, _ in later) / sum(n for _, _, n in later)
+    slow = [sec / n > SLOW_FACTOR * typical + STAMP_RESOLUTION_S for _, sec, n in spans]
+    seconds = sum(sec for (_, sec, _), s in zip(spans, slow, strict=True) if not s)
+    steps = sum(n for (_, _, n), s in zip(spans, slow, strict=True) if not s)
+    stretches = sum(1 for i, s in enumerate(slow) if not s and (i == 0 or slow[i - 1]))
+    # Steps faster than the resolution may all share one second: the expected time is then
+    # half of it, never zero.
+    seconds = max(seconds, STAMP_RESOLUTION_S / 2)
+    mean = seconds / steps if steps else None
+    for (rec, sec, n), is_slow in zip(spans, slow, strict=True):
+        rec.values["step_time_s"] = round(sec / n if is_slow or mean is None else mean, 6)
+    missing = len(recs) - len(spans)
+    return math.sqrt(stretches) * _STAMP_SD / seconds, missing

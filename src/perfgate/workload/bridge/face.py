@@ -1,9 +1,10 @@
 """The megatron_bridge backend on a login node, without Megatron-Bridge: check and describe.
 
-What can be known without Bridge is checked here (the model's recipe mapping, the precision,
-the task, each override's ConfigContainer section); the fields below a section are checked
-in the job against the installed Bridge. The dry run names the recipe the job would start
-from and lists the settings perfgate puts on it.
+What can be known without Bridge is checked here: the model's recipe mapping, the precision,
+the task, and each override's whole path against the snapshot of the pinned Bridge's
+ConfigContainer for the row's task and model (bridge/snapshot.py, proven current by the
+contract suite); the job sets them on the real objects again. The dry run names the recipe
+the job would start from and lists the settings perfgate puts on it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
 from perfgate.workload.backend import Backend, Overrides
+from perfgate.workload.bridge import snapshot
 from perfgate.workload.bridge.perf import derived_settings, fallback_settings
 from perfgate.workload.bridge.plan import (
     bridge_task,
@@ -27,17 +29,15 @@ from perfgate.workload.overrides import merged_overrides
 def check_overrides(
     row: Row, overrides: Overrides, mock_data: bool = False, use_framework: bool | None = None
 ) -> str:
-    """Check what a login node can: model mapping, precision, task, override sections."""
+    """Check what a login node can: model mapping, precision, task, override paths."""
+    origin = f"row {row.id!r}"
     try:
         recipe_call(row)
         precision_preset(row)
-        merged_overrides(row.overrides, overrides, section_path)
+        merged = merged_overrides(row.overrides, overrides, section_path)
     except ConfigError as e:
-        raise ConfigError(f"row {row.id!r}: {e}") from None
-    return (
-        "checked the recipe mapping and override sections; fields below a section are checked "
-        "in the job against the installed Megatron-Bridge"
-    )
+        raise ConfigError(f"{origin}: {e}") from None
+    return "checked the recipe mapping; override paths " + snapshot.check(merged, row, origin)
 
 
 def env_defaults(row: Row, overrides: Overrides) -> dict[str, str]:

@@ -254,7 +254,7 @@ def set_attr_path(root: Any, path: str, value: Any, origin: str = "override") ->
                 raise ConfigError(f"{origin} {path!r}: {here} has no key {name!r}")
             node = node[name]
             continue
-        fields = _field_names(node)
+        fields = field_names(node)
         if name not in fields:
             kind = type(node).__name__
             hint = suggest(name, fields)
@@ -267,7 +267,7 @@ def set_attr_path(root: Any, path: str, value: Any, origin: str = "override") ->
         node = getattr(node, name)
 
 
-def _field_names(obj: Any) -> set[str]:
+def field_names(obj: Any) -> set[str]:
     """Dataclass fields plus settable properties (Bridge aliases some fields that way)."""
     if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
         return set()

@@ -18,7 +18,7 @@ from typing import Any
 
 from perfgate.catalog.rows import Row
 from perfgate.workload.nemo2.models import NEMO2_MODELS
-from perfgate.workload.overrides import ADDABLE_CALLBACKS
+from perfgate.workload.overrides import ADDABLE_CALLBACKS, split_common
 
 SNAPSHOT = Path(__file__).with_name("paths.json")
 
@@ -89,17 +89,11 @@ def generate() -> dict[str, Any]:
         for task in ("pretrain", "lora") if NEMO2_MODELS[model].hf_id else ("pretrain",):
             row = replace(_BASE, id=f"{task}-{model}", task=task, model=model)
             per_model[f"{task}:{model}"] = recipe_paths(row)
-    keys = list(per_model)
-    common = {
-        p: t for p, t in per_model[keys[0]].items() if all(per_model[k].get(p) == t for k in keys)
-    }
+    common, own = split_common(per_model)
     return {
         "versions": {d: metadata.version(d) for d in ("nemo_toolkit", "megatron-core")},
-        "common": dict(sorted(common.items())),
-        "recipes": {
-            k: dict(sorted((p, t) for p, t in v.items() if p not in common))
-            for k, v in per_model.items()
-        },
+        "common": common,
+        "recipes": own,
     }
 
 
