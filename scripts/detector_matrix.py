@@ -2,7 +2,7 @@
 by perfgate's own verdict code, with slow nodes, spikes, warm-up and drift.
 
     python scripts/evaluate_detector.py --matrix [--slow-nodes cluster|memoryless|none]
-        [--confirm N] [--rows 145] [--seasons 4] [--nights 30] [--fdr Q] [--json]
+        [--confirm N] [--rows 147] [--seasons 4] [--nights 30] [--fdr Q] [--json]
 
 Its generator is parametric and shares nothing with the real series behind the other scenarios
 (so its figures are a second opinion, not a refit). Per row, drawn once:

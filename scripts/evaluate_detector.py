@@ -670,7 +670,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="--matrix: the history's noise as a plain sum of squares (slow launches in it)",
     )
     p.add_argument("--fdr", type=float, default=None, help="--matrix: BH over the night's rows")
-    p.add_argument("--rows", type=int, default=145, help="--matrix: rows a night")
+    p.add_argument("--rows", type=int, default=147, help="--matrix: rows a night (the catalog's)")
     p.add_argument("--seasons", type=int, default=4, help="--matrix: independent seasons")
     p.add_argument("--nights", type=int, default=30, help="--matrix: nights a season")
     p.add_argument(

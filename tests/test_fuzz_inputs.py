@@ -22,7 +22,6 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -451,8 +450,10 @@ def _session_logs() -> dict[str, tuple[bytes, str, str | None]]:
 
 
 def test_hostile_logs_go_through_a_whole_replay_session(tmp_path):
+    from rowfactory import make_row
+
     from perfgate import catalog
-    from perfgate.catalog import Baseline, Provenance, Row, canonical_id
+    from perfgate.catalog import Baseline, Provenance
 
     for name in ("conftest.py", "pytest.ini"):
         (tmp_path / name).write_bytes((REPO / name).read_bytes())
@@ -460,12 +461,10 @@ def test_hostile_logs_go_through_a_whole_replay_session(tmp_path):
     logs = _session_logs()
     rows = []
     for variant, (data, _, _) in logs.items():
-        row = Row(
-            id="", task="pretrain", model="nemotron4_15b", gpu="h100", precision="bf16",
-            num_gpus=64, gpus_per_node=8, gbs=256, mbs=2, seq_len=4096, tp=2, variant=variant,
+        row = make_row(  # the defaults: Nemotron4 15B, 64 H100s, TP 2
+            variant=variant,
             baseline=Baseline(step_time_s=6.0, provenance=Provenance(source="t"), tolerance=0.1),
-        )  # fmt: skip
-        row = replace(row, id=canonical_id(row))
+        )
         rows.append(row)
         log = tmp_path / "logs" / row.id / "log-run.out"
         log.parent.mkdir(parents=True)

@@ -487,3 +487,32 @@ def test_the_workload_imports_with_the_standard_library_alone(module: str) -> No
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["perfgate"]
+
+
+TESTS = Path(__file__).resolve().parent
+ROW_FACTORY = TESTS / "rowfactory.py"
+
+
+def row_constructions(root: Path = TESTS) -> list[str]:
+    """Every call of catalog.Row(...) in the tests outside rowfactory.py (file:line)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path == ROW_FACTORY:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            f = node.func if isinstance(node, ast.Call) else None
+            name = (
+                f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            )
+            if name == "Row":
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    return found
+
+
+def test_the_tests_make_rows_in_one_factory(tmp_path: Path) -> None:
+    """tests/rowfactory.py is where a test gets a Row (make_row, as_row, command_row); a
+    row from JSON goes through catalog.row_from_dict, a changed one through replace()."""
+    assert row_constructions() == []
+    (tmp_path / "test_x.py").write_text("from perfgate.catalog import Row\nr = Row(id='x')\n")
+    assert row_constructions(tmp_path) == ["test_x.py:2"]  # the check sees one

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from suite.rows import command_row
+from rowfactory import command_row
 
 from perfgate.bisect.probe import Interrupted, ProbeConfig
 from perfgate.bisect.run import BisectConfig, bisect

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from suite.rows import command_row
+from rowfactory import command_row
 
 from perfgate import cli
 from perfgate.catalog import dump_rows

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from suite.rows import command_row
+from rowfactory import command_row
 
 from perfgate.catalog import dump_rows
 from perfgate.report.sessionfiles import SCHEMA

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from suite.rows import command_row
+from rowfactory import command_row
 
 from perfgate.bisect import probe as probe_mod
 from perfgate.bisect.probe import ProbeConfig, merged, run_probe

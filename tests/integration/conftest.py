@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rowfactory import command_row
 
 from perfgate.catalog import Row
 
@@ -126,22 +127,16 @@ def fake_row() -> Callable[..., Row]:
         env: dict[str, str] | None = None,
         program: tuple[str, ...] = (sys.executable, str(FAKE_TRAIN)),
     ) -> Row:
-        return Row(
-            id=f"pretrain-fake-h100-bf16-{num_gpus}gpu-tp1-command-{name}",
-            task="pretrain",
+        return command_row(
+            name,
+            *args,
+            program=program,
             model="fake",
-            gpu="h100",
-            precision="bf16",
             num_gpus=num_gpus,
             gpus_per_node=gpus_per_node,
-            gbs=8,
-            mbs=1,
-            seq_len=128,
-            backend="command",
-            overrides={"command": [*program, *args]},
-            env=env or {},
             steps=steps,
             time_limit_min=time_limit_min,
+            env=env or {},
         )
 
     return make

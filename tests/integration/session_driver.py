@@ -13,13 +13,13 @@ import json
 import sys
 from pathlib import Path
 
-from perfgate.catalog import Row
+from perfgate.catalog import row_from_dict
 from perfgate.launch import LaunchOptions, LaunchSession
 
 
 def main() -> int:
     cfg = json.loads(Path(sys.argv[1]).read_text())
-    rows = [Row(**r) for r in cfg["rows"]]
+    rows = [row_from_dict(r, str(sys.argv[1]), rules=False) for r in cfg["rows"]]
     session = LaunchSession(
         LaunchOptions(**cfg["options"]), cfg["results_dir"], resume=cfg.get("resume", False)
     )

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rowfactory import command_row
 from slurm_suite import SuiteDir, sacct_fields
-from suite.rows import command_row
 
 pytestmark = pytest.mark.slurm
 SERIES = Path(__file__).resolve().parents[2] / ".containers" / "images" / "series"

@@ -7,7 +7,7 @@ import subprocess
 import time
 
 import pytest
-from suite.rows import with_baseline
+from rowfactory import with_baseline
 
 from perfgate.launch import LaunchOptions, LaunchSession
 from perfgate.verdicts.single import evaluate

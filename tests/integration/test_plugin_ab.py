@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rowfactory import command_row, with_baseline
 from slurm_suite import SuiteDir
-from suite.rows import command_row, with_baseline
 
 pytestmark = pytest.mark.slurm
 OLD, NEW = "nemo:25.07", "nemo:25.09"

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rowfactory import command_row, with_baseline
 from slurm_suite import SuiteDir
-from suite.rows import command_row, with_baseline
 
 pytestmark = pytest.mark.slurm
 TRAIN = ["python", "/opt/train/train.py", "--step-s", "0.05", "--first-step-s", "0.2"]

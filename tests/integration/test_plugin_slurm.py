@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rowfactory import command_row, with_baseline
 from slurm_suite import SuiteDir, running, sacct_fields
-from suite.rows import command_row, with_baseline
 
 pytestmark = pytest.mark.slurm
 POLL = ("--all-rows", "--poll-interval", "0.5")

@@ -11,8 +11,8 @@ import json
 from dataclasses import replace
 
 import pytest
+from rowfactory import command_row
 from slurm_suite import SuiteDir
-from suite.rows import command_row
 
 from perfgate.catalog import Baseline, BaselineRun, Provenance, canonical_id
 from perfgate.cli import main as perfgate_main

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import signal
 import subprocess
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from perfgate import catalog
 from perfgate.launch import LaunchOptions, LaunchSession
 from perfgate.launch.session import STATE_FILE
 
@@ -24,7 +24,7 @@ def start_driver(tmp_path: Path, rows, options: dict, resume: bool = False) -> s
     cfg.write_text(
         json.dumps(
             {
-                "rows": [dataclasses.asdict(r) for r in rows],
+                "rows": [catalog.row_to_dict(r) for r in rows],
                 "options": options,
                 "results_dir": str(tmp_path / "results"),
                 "resume": resume,

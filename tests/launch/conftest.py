@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from rowfactory import make_row
 
 from perfgate.catalog import Row
 
@@ -10,17 +11,13 @@ from perfgate.catalog import Row
 @pytest.fixture
 def row16() -> Row:
     """A 2-node H100 row (16 GPUs, 8 per node) with a plain and a secret env var."""
-    return Row(
-        id="pretrain-llama3_8b-h100-bf16-16gpu-tp1",
-        task="pretrain",
+    return make_row(
         model="llama3_8b",
-        gpu="h100",
-        precision="bf16",
         num_gpus=16,
-        gpus_per_node=8,
         gbs=128,
         mbs=1,
         seq_len=8192,
+        tp=1,
         env={"NVTE_FUSED_ATTN": "1"},
     )
 
@@ -28,17 +25,13 @@ def row16() -> Row:
 @pytest.fixture
 def command_row() -> Row:
     """A 1-GPU row of backend "command" (the integration tests' kind of row)."""
-    return Row(
-        id="pretrain-fake-h100-bf16-1gpu-tp1-command",
-        task="pretrain",
+    return make_row(
         model="fake",
-        gpu="h100",
-        precision="bf16",
         num_gpus=1,
-        gpus_per_node=8,
         gbs=8,
         mbs=1,
         seq_len=128,
+        tp=1,
         backend="command",
         overrides={"command": "python fake_train.py --step-s 0.01", "train.max_steps": 5},
         steps=5,

@@ -9,7 +9,9 @@ import re
 from html import unescape
 from html.parser import HTMLParser
 
-from perfgate.catalog import Baseline, Provenance, Row
+from rowfactory import make_row
+
+from perfgate.catalog import Baseline, Provenance
 from perfgate.logs import Step, StepSeries
 from perfgate.report import ab, page, results, sessionfiles, signoff, table
 from perfgate.report.plot import COLORS, svg_for_record
@@ -19,14 +21,10 @@ from perfgate.verdicts.paired import evaluate_ab
 
 EVIL = "<script>alert(1)</script>"
 OLD, NEW = f"/lustre/{EVIL}nemo-25.07.sqsh", "/lustre/nemo-25.09.sqsh"
-ROW = Row(
-    id="pretrain-llama3_8b-h100-bf16-8gpu-tp1",
-    task="pretrain",
+ROW = make_row(
     model="llama3_8b",
-    gpu="h100",
-    precision="bf16",
     num_gpus=8,
-    gpus_per_node=8,
+    tp=1,
     gbs=8,  # about 45% MFU at 1 s (a faster row would be INFRA IMPOSSIBLE)
     mbs=1,
     seq_len=8192,

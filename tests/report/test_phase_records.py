@@ -7,7 +7,7 @@ import math
 from dataclasses import replace
 
 import pytest
-from suite.rows import make_row
+from rowfactory import make_row
 
 from perfgate import catalog, verdicts
 from perfgate.catalog import Baseline, Provenance, Row

@@ -7,9 +7,9 @@ real-Slurm version of this is tests/integration/test_plugin_ab.py.
 
 from __future__ import annotations
 
-from perfgate import catalog
+from rowfactory import command_row, with_baseline
 
-from .rows import command_row, with_baseline
+from perfgate import catalog
 
 pytest_plugins = ["pytester"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import shutil
 from dataclasses import replace
 
-from perfgate.catalog import Baseline, BaselineRun, Provenance
+from rowfactory import command_row
 
-from .rows import command_row
+from perfgate.catalog import Baseline, BaselineRun, Provenance
 
 pytest_plugins = ["pytester"]
 

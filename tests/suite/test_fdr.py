@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from rowfactory import make_row
+
 from perfgate.catalog import Baseline, Provenance
 from perfgate.logs import Step, StepSeries
 from perfgate.runs import RunRecord, RunResult
 from perfgate.suite.matrix import apply_fdr, p_value
 from perfgate.verdicts import evaluate
-
-from .rows import make_row
 
 
 def judged(name: str, slowdown: float, cv: float = 0.01):

@@ -4,7 +4,7 @@ this node (launch), the command backend runs a CPU stand-in trainer printing NeM
 
 from __future__ import annotations
 
-from .rows import command_row, with_baseline
+from rowfactory import command_row, with_baseline
 
 pytest_plugins = ["pytester"]
 

@@ -12,13 +12,13 @@ import time
 from types import SimpleNamespace
 
 import pytest
+from rowfactory import command_row, with_baseline
 
 from perfgate import catalog
 from perfgate.errors import ConfigError
 from perfgate.suite import preflight
 
 from .pytester_suite import REPO
-from .rows import command_row, with_baseline
 
 pytest_plugins = ["pytester"]
 

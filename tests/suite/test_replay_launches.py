@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from rowfactory import command_row, make_row, with_baseline
 
 from perfgate import catalog
 from perfgate.logs import stepfile
@@ -14,7 +15,6 @@ from perfgate.suite import replay
 from perfgate.suite.replay import ReplayIndex
 
 from .pytester_suite import load_examples_module
-from .rows import command_row, make_row, with_baseline
 
 pytest_plugins = ["pytester"]
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rowfactory import make_row
 
 from perfgate.logs import stepfile
 from perfgate.suite import replay
 from perfgate.suite.replay import ReplayIndex, path_matches
-
-from .rows import make_row
 
 N15_64 = make_row()
 N15_32 = make_row(num_gpus=32, gbs=128)

@@ -4,9 +4,9 @@ and the shipped examples/replay judged as their README labels them."""
 from __future__ import annotations
 
 import pytest
+from rowfactory import make_row, with_baseline
 
 from .pytester_suite import EXAMPLES, load_examples_module
-from .rows import make_row, with_baseline
 
 pytest_plugins = ["pytester"]
 

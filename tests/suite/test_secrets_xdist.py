@@ -6,8 +6,9 @@ from __future__ import annotations
 import hashlib
 import json
 
+from rowfactory import command_row, make_row, with_baseline
+
 from .pytester_suite import EXAMPLES
-from .rows import command_row, make_row, with_baseline
 
 pytest_plugins = ["pytester"]
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import configparser
 
+from rowfactory import make_row
+
 from perfgate import catalog, hardware, models
 from perfgate.suite import selection
 
 from .pytester_suite import REPO
-from .rows import make_row
 
 pytest_plugins = ["pytester"]
 

@@ -12,7 +12,7 @@ import math
 import random
 
 import pytest
-from suite.rows import make_row
+from rowfactory import make_row
 
 from perfgate.logs import Step, StepSeries
 from perfgate.logs.phases import PhaseSeries

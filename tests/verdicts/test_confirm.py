@@ -7,6 +7,7 @@ import csv
 from dataclasses import replace
 
 import pytest
+from rowfactory import make_row
 
 from perfgate import verdicts
 from perfgate.catalog import Baseline, BaselineRun, Provenance, Row
@@ -37,18 +38,8 @@ def row(steps) -> Row:
                    enumerate((0.997, 1.0, 1.003))),
         tolerance=0.05,
     )  # fmt: skip
-    return Row(
-        id="pretrain-llama31_8b-b200-bf16-8gpu-tp1",
-        task="pretrain",
-        model="llama3_8b",
-        gpu="b200",
-        precision="bf16",
-        num_gpus=8,
-        gpus_per_node=8,
-        gbs=128,
-        mbs=2,
-        seq_len=8192,
-        baseline=base,
+    return make_row(
+        model="llama3_8b", gpu="b200", num_gpus=8, gbs=128, mbs=2, seq_len=8192, tp=1, baseline=base
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from rowfactory import make_row
 
 from perfgate import stats
 from perfgate.catalog import Baseline, Provenance, Row
@@ -61,17 +62,14 @@ def ab_runs(times: list[float], slowdown: float, pairs: int) -> list[RunRecord]:
 
 @pytest.fixture
 def row() -> Row:
-    return Row(
-        id="pretrain-llama3_8b-b200-bf16-8gpu-tp1",
-        task="pretrain",
+    return make_row(
         model="llama3_8b",
         gpu="b200",
-        precision="bf16",
         num_gpus=8,
-        gpus_per_node=8,
         gbs=128,
         mbs=2,
         seq_len=8192,
+        tp=1,
         baseline=Baseline(step_time_s=5.30, provenance=Provenance("test"), tolerance=0.05),
     )
 

@@ -8,28 +8,20 @@ the baseline write refused it.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
+
+from rowfactory import make_row
 
 from perfgate import flops, runs
-from perfgate.catalog import Baseline, Provenance, Row
+from perfgate.catalog import Baseline, Provenance
 from perfgate.logs import Step, StepSeries
 from perfgate.runs import RunRecord, RunResult
 from perfgate.verdicts import INFRA, PASS, evaluate
 from perfgate.verdicts.paired import evaluate_ab
 from perfgate.verdicts.physical import impossible, mfu_by_convention
 
-ROW = Row(
-    id="pretrain-llama3_8b-h100-bf16-2gpu-tp1-command-ok",
-    task="pretrain",
-    model="llama3_8b",
-    gpu="h100",
-    precision="bf16",
-    num_gpus=2,
-    gpus_per_node=8,
-    gbs=8,
-    mbs=1,
-    seq_len=128,
-    backend="command",
-    variant="ok",
+ROW = make_row(
+    model="llama3_8b", num_gpus=2, gbs=8, mbs=1, seq_len=128, tp=1, backend="command", variant="ok"
 )
 # 0.0305 s is what the stand-in trainer takes: MFU ~0.77. A fifth of it is 383%.
 REAL_S, FAST_S = 0.0305, 0.0305 / 5
@@ -62,7 +54,7 @@ def test_the_issues_run_is_infra_impossible_with_every_conventions_mfu():
 
 def test_a_physical_run_is_judged_as_before():
     base = Baseline(REAL_S, Provenance("perfgate run"), tolerance=0.5)
-    row = Row(**{**ROW.__dict__, "baseline": base})
+    row = replace(ROW, baseline=base)
     assert impossible(row, REAL_S) is None
     assert evaluate(row, _result(REAL_S), source="live").verdict == PASS
 

@@ -7,9 +7,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from rowfactory import make_row
 
 from perfgate import catalog, logs, verdicts
-from perfgate.catalog import Row
 from perfgate.logs import StepSeries
 from perfgate.runs import RunRecord, RunResult
 from perfgate.verdicts.single import measure
@@ -23,18 +23,7 @@ def test_torchtitan_memory_reaches_the_measured_peak():
     st = logs.parse_files([LOGS / "torchtitan_gc_profiler.log"]).steps[0]
     steps = tuple(logs.renumber([st], k - st.step)[0] for k in range(20))
     series = StepSeries("torchtitan", steps)
-    row = Row(
-        id="pretrain-llama3_8b-h100-bf16-8gpu",
-        task="pretrain",
-        model="llama3_8b",
-        gpu="h100",
-        precision="bf16",
-        num_gpus=8,
-        gpus_per_node=8,
-        gbs=8,
-        mbs=1,
-        seq_len=8192,
-    )
+    row = make_row(model="llama3_8b", num_gpus=8, gbs=8, mbs=1, seq_len=8192, tp=1)
     measured, why = measure(row, series, (5, 19))
     assert measured is not None, why
     assert measured.peak_memory_gib == 49.66

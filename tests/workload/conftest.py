@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from rowdata import as_row
+from rowfactory import as_row
 
 from perfgate.workload.spec import WorkloadSpec
 

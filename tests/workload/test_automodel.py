@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from rowdata import as_row
+from rowfactory import as_row
 
 from perfgate.errors import ConfigError
 from perfgate.logs import stepfile

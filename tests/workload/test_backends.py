@@ -6,7 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from rowdata import as_row
+from rowfactory import as_row
 
 from perfgate import catalog
 from perfgate.errors import ConfigError

@@ -8,7 +8,7 @@ import os
 import sys
 
 import pytest
-from rowdata import as_row
+from rowfactory import as_row
 
 from perfgate.errors import ConfigError
 from perfgate.workload.bridge import job as bridge_job

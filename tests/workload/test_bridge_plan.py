@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
-from rowdata import as_row
+from rowfactory import as_row
 
 from perfgate.catalog import load_catalog
 from perfgate.errors import ConfigError

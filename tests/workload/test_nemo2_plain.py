@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from rowdata import as_row
+from rowfactory import as_row
 
 from perfgate.errors import ConfigError
 from perfgate.workload.describe import describe

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from rowdata import as_row
+from rowfactory import as_row
 
 from perfgate.errors import ConfigError
 from perfgate.workload.nemo2.snapshot import load, valid_paths

@@ -14,8 +14,9 @@ from nemo_automodel.recipes._dist_utils import parse_distributed_section
 from perfgate.models import get
 from perfgate.workload.automodel.config import AutomodelInputs, build_config, load_base, to_yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from rowdata import as_row
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/workload: test_automodel
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/: rowfactory
+from rowfactory import as_row
 from test_automodel import GOOD  # the catalog rows, shared with the unit tests
 
 

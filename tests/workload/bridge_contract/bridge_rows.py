@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from rowdata import as_row
+from rowfactory import as_row
 
 from perfgate.catalog import Row
 

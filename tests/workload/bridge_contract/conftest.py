@@ -23,7 +23,8 @@ HF_CONFIGS = REPO / "tests" / "data" / "hf_configs"
 SNAPSHOT = "0" * 40  # any commit id where a recipe pins none: the cache is self-consistent
 
 sys.path.insert(0, str(HERE / "te_stub"))
-sys.path.insert(0, str(HERE.parent))  # tests/workload: rowdata, shared with the unit tests
+sys.path.insert(0, str(HERE.parent))  # tests/workload: shared modules of the unit tests
+sys.path.insert(0, str(HERE.parents[1]))  # tests/: rowfactory
 
 
 def write_hf_cache(root: Path) -> None:

@@ -10,11 +10,11 @@ import importlib
 import inspect
 
 import pytest
-from rowdata import as_row
+from rowfactory import as_row
 
 from perfgate.workload.bridge.plan import BRIDGE_MODELS, recipe_call
 
-ROW = {"gpu": "b200", "backend": "megatron_bridge"}  # rowdata fills the rest
+ROW = {"gpu": "b200", "backend": "megatron_bridge"}  # rowfactory.as_row fills the rest
 
 
 @pytest.mark.parametrize("model", sorted(BRIDGE_MODELS))

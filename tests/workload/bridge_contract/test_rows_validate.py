@@ -9,6 +9,8 @@ row's world size. A failure is one line: the row id and Bridge's error.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 from bridge_rows import bridge_rows, device
@@ -109,7 +111,7 @@ def test_fsdp_rows_switch_fsdp_and_its_checkpoint_format(monkeypatch, tmp_path) 
     cfg, _ = build(row, monkeypatch, tmp_path)
     assert cfg.checkpoint.ckpt_format == "fsdp_dtensor" and cfg.checkpoint.load is None
     assert cfg.ddp.data_parallel_sharding_strategy == "optim_grads_params"
-    off = Row(**{**row.__dict__, "fsdp": False, "tp": 2, "pp": 4, "vp": 5, "cp": 2})
+    off = replace(row, fsdp=False, tp=2, pp=4, vp=5, cp=2)
     cfg, _ = build(off, monkeypatch, tmp_path)
     assert cfg.ddp.use_megatron_fsdp is False
 

@@ -10,8 +10,8 @@ from perfgate.catalog import Row
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
-sys.path.insert(0, str(HERE.parent))  # tests/workload: rowdata, shared with the unit tests
-from rowdata import as_row  # noqa: E402
+sys.path.insert(0, str(HERE.parents[1]))  # tests/: rowfactory, shared with the unit tests
+from rowfactory import as_row  # noqa: E402
 
 
 def contract_rows() -> list[Row]:
