@@ -320,4 +320,5 @@ def test_a_cluster_without_pyxis_refuses_the_image(
     finally:
         os.environ["SLURM_CONF"] = old
     assert res.diagnosis.cause == "CONTAINER" and res.runs == ()
-    assert "pyxis is not available: srun has no --container-image" in res.diagnosis.message
+    assert res.diagnosis.message.startswith("pyxis is not available")
+    assert "pyxis is not available: srun has no --container-image" in res.diagnosis.evidence
