@@ -13,8 +13,8 @@ slow node a false name comes up on at most q of the days this is asked.
 A row that always lands on the same nodes says nothing about them (node and row cannot be
 told apart); the evidence comes from rows that move between nodes, and from confirmation
 runs, which move by design. A multi-node run's rank counts for each of its nodes; a good
-node that often shares jobs with a slow one is lifted a little, never as much as the slow one. Runs judged UNCONFIRMED
-(their nodes already suspect) count like any other.
+node that often shares jobs with a slow one is lifted a little, never as much as the slow
+one. Runs judged UNCONFIRMED (their nodes already suspect) count like any other.
 """
 
 from __future__ import annotations
