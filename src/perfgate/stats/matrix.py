@@ -1,15 +1,15 @@
 """False alarms of a whole night: many rows judged at once, each at its own alpha.
 
 A row's REGRESSION is a one-sided test of "slower than its baseline" at alpha (1%). A night
-of m independent rows with no change then holds up to m x alpha false REGRESSIONs (145 rows:
-1.45, and all rows green only e^-1.45 = 23% of nights). Two controls of that:
+of m independent rows with no change then holds up to m x alpha false REGRESSIONs (147 rows:
+1.47, and all rows green only e^-1.47 = 23% of nights). Two controls of that:
 
 - confirmation on other nodes (perfgate.verdicts.confirm): a REGRESSION must be reproduced
   by a second launch, which takes a false alarm to about alpha x alpha per row;
 - Benjamini-Hochberg over the rows' one-sided p-values (`--fdr q`): among the rows called
   slower, the expected fraction of false ones is at most q, and on a night where nothing
   changed the chance of any false REGRESSION is at most q. It costs detection: a lone slowed
-  row must reach p <= q / m (145 rows, q = 0.05: 0.00034 instead of 0.01).
+  row must reach p <= q / m (147 rows, q = 0.05: 0.00034 instead of 0.01).
 """
 
 from __future__ import annotations
