@@ -72,6 +72,9 @@ def test_a_baselines_row_with_a_hostile_variant_stops_the_session(suite):
         ("job_name=x", "perfgate owns sbatch's --job-name"),
         ("time=10", "perfgate owns sbatch's --time: give --time-limit MIN"),
         ("export=NONE", "perfgate owns sbatch's --export"),
+        ("partition=p6", "perfgate owns sbatch's --partition: give --partition NAME"),
+        ("account=me", "perfgate owns sbatch's --account: give --account NAME"),
+        ("qos=high", "perfgate owns sbatch's --qos: give --qos NAME"),
     ],
 )
 def test_sbatch_options_perfgate_owns_are_refused(suite, param, message):

@@ -34,6 +34,10 @@ OWNED_SBATCH = {
     "open-mode": "submitit appends to its logs across requeues",
     "job-name": "perfgate names each job after its row (--resume finds it so)",
     "time": "give --time-limit MIN",
+    # their own options, so that results.json and the report's sign-off say where it ran
+    "partition": "give --partition NAME",
+    "account": "give --account NAME",
+    "qos": "give --qos NAME",
     "nodes": "the row's GPUs and GPUs per node set it",
     "ntasks": "the row's GPUs set it",
     "ntasks-per-node": "the row's GPUs per node set it",
