@@ -281,3 +281,32 @@ def test_a_cluster_noise_prior_reaches_the_rule_and_the_job_callback(real) -> No
     runs += [record(real, "candidate", c * 1.025) for _, c in EFFECTS[:3]]
     assert rule(runs) is False  # decided at 3 pairs: no more pairs asked for
     assert pairs_rule.PairsRule(0.02, "auto", 3, 8)(runs)  # the default prior asks for one more
+
+
+def test_pairs_of_whole_second_stamps_keep_their_se_floor(tmp_path: Path) -> None:
+    """Automodel's times are a window mean of whole-second stamps: identical pairs do not make
+    the paired sigma the prior's alone; each run brings the stamps' precision (#21 leftover)."""
+    from perfgate import catalog, logs
+
+    base_dir = Path(__file__).resolve().parents[2] / "baselines"
+    row = catalog.load_catalog(base_dir).by_id["lora-llama3_8b-h100-bf16-1gpu-tp1fsdp-automodel"]
+    row = replace(row, gbs=8)  # 8 x 4096 tokens in 2 s: a step one H100 can run
+    stamps = "\n".join(
+        f"2026-05-17 04:{40 + (2 * k) // 60:02d}:{(2 * k) % 60:02d} | INFO | root | step {k} | "
+        f"epoch 0 | loss 0.5 | grad_norm 0.5 | lr 1.00e-05 | mem 20.00 GiB | tps 7000.00"
+        "(7000.00/gpu) | num_label_tokens 324"
+        for k in range(40)
+    )
+    series = logs.parse_text(stamps)
+    m = series.min_rel_se
+    assert m == pytest.approx(1 / math.sqrt(6) / 78)
+    runs = [RunRecord(image=OLD if i % 2 == 0 else NEW, label=("baseline", "candidate")[i % 2],
+                      series=series, exit_code=0) for i in range(6)]  # fmt: skip
+    noise = stats.Noise(0.01, 0.002, 2.0)  # a pair prior of 0.2% x sqrt(2), 2 df
+    ev = evaluate_ab(row, result(runs), source="replay", first_pairs=3, max_pairs=3,
+                     tolerance=0.05, noise=noise)  # fmt: skip
+    prior = 0.002 * math.sqrt(2)
+    # pooled: 2 df of (prior^2 + 2 m^2, each pair's two runs at the floor) and 2 df of 0 spread
+    assert ev.comparison.sigma == pytest.approx(math.sqrt((prior**2 + 2 * m**2) / 2), rel=1e-6)
+    assert ev.comparison.sigma > 2.5 * prior / math.sqrt(2)  # the floor dominates here
+    assert ev.verdict == "PASS" and ev.comparison.delta == 0.0

@@ -97,8 +97,8 @@ def evaluate_ab(
             why = f"{where}: {run.series.invalid_reason}"
             return infra(row, source, result, run.series.cause, why, ab=ab, **common)
     comp = pairs_rule.judge(
-        [r.series.step_times for r in base],  # type: ignore[union-attr]
-        [r.series.step_times for r in cand],  # type: ignore[union-attr]
+        pairs_rule.side_series(base, window, "baseline"),
+        pairs_rule.side_series(cand, window, "candidate"),
         tol,
         window,
         first_pairs=first_pairs,

@@ -20,7 +20,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perfgate.stats import DEFAULT_NOISE, Comparison, Noise, Window, compare_runs, needs_more_pairs
+from perfgate.errors import PerfgateError
+from perfgate.stats import (
+    DEFAULT_NOISE,
+    Comparison,
+    Noise,
+    Window,
+    compare_runs,
+    needs_more_pairs,
+    summarize_run,
+)
 from perfgate.stats.rule import sequential_alpha
 
 BASELINE, CANDIDATE = "baseline", "candidate"
@@ -51,6 +60,23 @@ def judge(
         alpha=alpha_for(first_pairs, max_pairs, noise),
         **noise.paired(),
     )
+
+
+def side_series(runs: Sequence[Any], window: Window, side: str) -> list[Any]:
+    """What judge() takes for one side's runs: the step times, or, for a run whose times are
+    a window mean of whole-second stamps, its summary with that SE floor (StepSeries.min_rel_se;
+    without it two such runs can look identical to a precision they do not have)."""
+    out: list[Any] = []
+    for i, run in enumerate(runs):
+        s = run.series
+        if not s.min_rel_se:
+            out.append(s.step_times)
+            continue
+        try:
+            out.append(summarize_run(s.step_times, window, min_rel_se=s.min_rel_se))
+        except PerfgateError as e:
+            raise PerfgateError(f"{side} run {i + 1}: {e}") from None
+    return out
 
 
 def wants_another_pair(comparison: Comparison, max_pairs: int) -> bool:
@@ -94,8 +120,8 @@ class PairsRule:
         if not base or any(s is None or not s.steps or not s.valid for s in series):
             return False  # a failed or empty run: the row is INFRA, more pairs change nothing
         comp = judge(
-            [r.series.step_times for r in base],
-            [r.series.step_times for r in cand],
+            side_series(base, self.window, "baseline"),
+            side_series(cand, self.window, "candidate"),
             self.tolerance,
             self.window,
             first_pairs=self.first_pairs,
