@@ -163,15 +163,18 @@ def test_slurm_param_flags_without_a_value_and_sbatch_refusals(slurm_cluster, fa
     assert "Requeue=0" in job.split() and "Comment=perfgate" in job
     assert session.result(row.id).ok
     # Refused by sbatch: the result names sbatch's own complaint, not "Try sbatch --help".
-    for slurm_params, said in [
-        ({"bogus-flag": "x"}, "sbatch: unrecognized option '--bogus-flag=x'"),
+    for options, said in [
         (
-            {"partition": "nope"},
+            LaunchOptions(slurm_params={"bogus-flag": "x"}),
+            "sbatch: unrecognized option '--bogus-flag=x'",
+        ),
+        (
+            LaunchOptions(partition="nope"),
             "sbatch: error: invalid partition specified: nope; sbatch: error: Batch job "
             "submission failed: Invalid partition name specified",
         ),
     ]:
-        bad = LaunchSession(LaunchOptions(slurm_params=slurm_params), tmp_path / "bad")
+        bad = LaunchSession(options, tmp_path / "bad")
         bad.submit_all([row])
         r = bad.result(row.id)
         assert (r.state, r.diagnosis.cause) == ("NOT_SUBMITTED", "SUBMIT")
