@@ -45,7 +45,7 @@ from perfgate.logs import Step, StepSeries
 from perfgate.runs import RunRecord, RunResult
 from perfgate.stats import Noise
 from perfgate.stats.matrix import benjamini_hochberg
-from perfgate.verdicts.confirm import combine, wants_confirmation
+from perfgate.verdicts.confirm import combine, settled, wants_confirmation
 
 TOLERANCE = 0.05
 HISTORY_NIGHTS = 10
@@ -279,8 +279,8 @@ def judge_night(
         confirmations.append(ev)
         if ev.measured is not None:
             runs.append(hnodes.NodeRun(m.row.id, ev.measured.step_time_s, cnodes))
-        if ev.verdict != "REGRESSION":
-            break  # contradicted: no further confirmation is needed
+        if settled(first, confirmations):
+            break  # no further confirmation can change the verdict
     return Judged(combine(first, confirmations), first, len(confirmations), runs)
 
 

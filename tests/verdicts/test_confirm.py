@@ -13,7 +13,13 @@ from perfgate import verdicts
 from perfgate.catalog import Baseline, BaselineRun, Provenance, Row
 from perfgate.logs import Step, StepSeries
 from perfgate.runs import Diagnosis, RunRecord, RunResult
-from perfgate.verdicts.confirm import combine, suspects, wants_confirmation
+from perfgate.verdicts.confirm import (
+    combine,
+    contradicts,
+    settled,
+    suspects,
+    wants_confirmation,
+)
 
 SERIES = "third_party_logs/together_b200_llama3.1_8b_bf16_gbs128_nemo2602.csv"
 
@@ -80,12 +86,34 @@ def test_a_real_slowdown_is_reproduced_and_stays_a_regression(row, steps) -> Non
     assert ev.message.endswith("; reproduced on other nodes: +5.8% (job 202 on n2)")
 
 
-def test_every_confirmation_must_reproduce_it(row, steps) -> None:
+def test_a_later_confirmation_can_veto_but_need_not_reproduce(row, steps) -> None:
+    """--confirm 2: the first rerun must reproduce; the second may only contradict."""
     first = judge(row, steps, 1.06, "301", ("n1",))
     yes = judge(row, steps, 1.06, "302", ("n2",))
     no = judge(row, steps, 1.0, "303", ("n3",))
-    assert combine(first, [yes, no]).verdict == "UNCONFIRMED"
+    assert yes.verdict == "REGRESSION" and no.verdict == "PASS"
+    ev = combine(first, [yes, no])
+    assert ev.verdict == "UNCONFIRMED" and "(job 303 on n3)" in ev.message
     assert suspects(first, [yes, no]) == ["n1"]
+    assert settled(first, [yes, no]) and not settled(first, [yes])
+    # a second rerun that cannot tell (its interval overlaps the first run's) leaves it standing
+    noisy = judge(row, steps, 1.05, "304", ("n4",))
+    unsure = replace(noisy, verdict="INCONCLUSIVE",
+                     comparison=replace(noisy.comparison, ci_low=0.01, ci_high=0.09))  # fmt: skip
+    assert not contradicts(unsure, first) and contradicts(no, first)
+    ev = combine(first, [yes, unsure])
+    assert ev.verdict == "REGRESSION" and not settled(first, [yes, unsure])
+    assert ev.message.endswith(
+        "; reproduced on other nodes: +6.0% (job 302 on n2); not contradicted by +5.0% "
+        "(INCONCLUSIVE, job 304 on n4)"
+    )
+    # ...but the first rerun must reproduce: an unsure first rerun settles it as INCONCLUSIVE
+    assert combine(first, [unsure, yes]).verdict == "INCONCLUSIVE"
+    assert settled(first, [unsure])
+    # a failed rerun settles nothing: the next one is asked
+    broken = RunResult("r", "305", "FAILED", nodes=("n5",), diagnosis=Diagnosis("NCCL", "x"))
+    failed = verdicts.evaluate(row, broken, source="live")
+    assert not settled(first, [failed]) and combine(first, [failed, yes]).verdict == "REGRESSION"
 
 
 def test_a_confirmation_that_cannot_tell_is_inconclusive(row, steps) -> None:

@@ -18,7 +18,7 @@ from perfgate.catalog import Row
 from perfgate.runs import RunResult
 from perfgate.suite.live import LiveRunner
 from perfgate.verdicts import Evaluation
-from perfgate.verdicts.confirm import combine, wants_confirmation
+from perfgate.verdicts.confirm import combine, settled, wants_confirmation
 
 SAME_NODE = "local executor: the confirmation ran on the same node (no other nodes)"
 
@@ -74,8 +74,8 @@ class Confirmer:
         for n in range(1, self.confirm + 1):
             ev = self.judge(row, self.runner.confirmation(row, n, exclude))
             confirmations.append(ev)
-            if ev.verdict != verdicts.REGRESSION:
-                break  # contradicted (or failed): no further rerun can restore the verdict
+            if settled(first, confirmations):
+                break  # no further rerun can change the verdict
         return combine(first, confirmations, same_nodes_note=note, excluded=exclude)
 
 

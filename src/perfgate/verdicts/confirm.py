@@ -16,7 +16,15 @@ slower container. The rule (README "The nightly gate"):
 
 The confirmation is judged exactly as the first run is (same baseline, same history, the
 same rule), with its run in place of the first: a row that is really slower stays slower.
-With several confirmations (--confirm N) every one must reproduce the REGRESSION.
+
+With several confirmations (--confirm N), the first must reproduce the REGRESSION (two
+launches on different nodes agree) and each later one may only veto it: a later PASS, or an
+interval wholly below the first run's, makes the row UNCONFIRMED; a later INCONCLUSIVE or
+REGRESSION leaves it standing. A later rerun runs only while the REGRESSION stands. Where
+slowness is not tied to nodes, two slow launches of one row look like a real slowdown and a
+third launch tells them apart (it is seldom slow too); asking that launch only not to
+contradict, rather than to reproduce, spares a real slowdown near the tolerance from clearing
+the bar a third time (README, "A night of the whole matrix").
 """
 
 from __future__ import annotations
@@ -106,6 +114,24 @@ def suspects(first: Evaluation, confirmations: Sequence[Evaluation]) -> list[str
     return [slow, *(n for n in nodes if n != slow)] if slow in nodes else nodes
 
 
+def contradicts(confirmation: Evaluation, first: Evaluation) -> bool:
+    """The confirmation measured no slowdown where the first run did: a verdict other than
+    REGRESSION, INCONCLUSIVE or INFRA, or an INCONCLUSIVE interval wholly below the first's."""
+    if confirmation.verdict in (REGRESSION, INFRA):
+        return False
+    return confirmation.verdict != INCONCLUSIVE or _below(confirmation, first)
+
+
+def settled(first: Evaluation, confirmations: Sequence[Evaluation]) -> bool:
+    """No further confirmation can change the row's verdict (the session stops rerunning)."""
+    judged = [c for c in confirmations if c.verdict != INFRA]
+    if not judged:
+        return False
+    if judged[0].verdict != REGRESSION:
+        return True
+    return any(contradicts(c, first) for c in judged[1:])
+
+
 def combine(
     first: Evaluation,
     confirmations: Sequence[Evaluation],
@@ -149,10 +175,15 @@ def combine(
         message = f"{pooled.message}; judged on the first run and a confirmation {where} ({shown})"
         # the numbers are both runs'; each run stays with its own job in results and history
         return replace(pooled, message=message, result=first.result, **keep)
-    if all(c.verdict == REGRESSION for c in judged):
-        shown = ", ".join(f"{_delta(c)} ({_job(c)})" for c in judged)
-        return replace(first, message=f"{first.message}; reproduced {where}: {shown}", **keep)
-    contra = next(c for c in judged if c.verdict != REGRESSION)
+    vetoes = [c for c in judged[1:] if contradicts(c, first)]
+    if judged[0].verdict == REGRESSION and not vetoes:
+        shown = ", ".join(f"{_delta(c)} ({_job(c)})" for c in judged if c.verdict == REGRESSION)
+        more = [c for c in judged[1:] if c.verdict != REGRESSION]
+        tail = "; not contradicted by " + ", ".join(
+            f"{_delta(c)} ({c.verdict}, {_job(c)})" for c in more
+        ) if more else ""  # fmt: skip
+        return replace(first, message=f"{first.message}; reproduced {where}: {shown}{tail}", **keep)
+    contra = judged[0] if judged[0].verdict != REGRESSION else vetoes[0]
     if contra.verdict == INCONCLUSIVE and not _below(contra, first):
         verdict, what = INCONCLUSIVE, "neither reproduced nor contradicted it"
     else:
