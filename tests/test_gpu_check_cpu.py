@@ -12,9 +12,9 @@ import sys
 import pytest
 from testutil import REPO
 
-sys.path.insert(0, str(REPO / "scripts"))  # gpucheck lives beside the scripts that use it
+sys.path.insert(0, str(REPO / "tools"))  # the GPU check: tools/gpucheck
 
-from gpucheck import prepare, report
+from gpucheck import report, verdict, wheels
 from gpucheck.cpustages import workload_item
 from gpucheck.runs import read_run
 
@@ -50,7 +50,7 @@ def test_the_runner_runs_each_item_in_one_process_into_its_own_log(tmp_path):
         items.append(workload_item(name, spec))
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"items": items, "report": str(tmp_path / "done")}))
-    env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}:{REPO / 'scripts'}"}
+    env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}:{REPO / 'tools'}:{REPO / 'scripts'}"}
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT"):
         env.pop(name, None)
     proc = subprocess.run(
@@ -97,26 +97,37 @@ def test_wheels_are_byte_compiled_at_install_only_where_imports_cannot_write_it(
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", no_bytecode)
-    monkeypatch.setattr(prepare.subprocess, "run", fake_run)
-    prepare.install([tmp_path / "a.whl"], tmp_path / "site")
+    monkeypatch.setattr(wheels.subprocess, "run", fake_run)
+    wheels.install([tmp_path / "a.whl"], tmp_path / "site")
     assert ("--no-compile" not in seen[0]) == compiled
     assert seen[0][-3:] == ["--target", str(tmp_path / "site"), str(tmp_path / "a.whl")]
 
 
 def test_the_cpu_probe_reads_torch_without_importing_it():
+    from gpucheck import prepare
+
     facts = prepare.probe(sys.executable, cpu=True)
     assert facts["python"] == sys.version.split()[0] and facts["gpus"] == 0
     if "torch" in facts:  # this interpreter has torch: its version, from the metadata
         assert prepare.check_torch(facts, True) is None
         return
     assert facts["error"] == "ModuleNotFoundError: No module named 'torch'"
-    with pytest.raises(prepare.Refused, match=r"^gpu-check: torch is not importable"):
+    with pytest.raises(wheels.Refused, match=r"^gpu-check: torch is not importable"):
         prepare.check_torch(facts, True)
 
 
 def test_a_failed_tp2_check_fails_the_cpu_check_and_is_summarized():
     tp2 = {"status": "fail", "first_loss_tp1": 6.9, "first_loss_tp2": 7.2, "tolerance": 1e-3}
-    result = {"cpu": True, "product": {"ok": True, "line": "x"}, "checks": {"tp2": tp2}}
+    names, controls = verdict.required(cpu=True, nemo2=False)
+    result = {
+        "cpu": True,
+        "product": {"ok": True, "line": "x"},
+        "checks": {n: {"status": "pass"} for n in names},
+        "controls": {n: {"caught": True} for n in controls},
+        "pairs": {"aa": {"verdict": "PASS"}, "ab": {"verdict": "PASS"}, "expected_ab": "either"},
+    }
+    assert verdict.overall(result) == (True, [])
+    result["checks"]["tp2"] = tp2
     text = report.summary(result)
     assert "TP=2 [fail]: first loss 7.2 on 2 ranks vs 6.9 on one (tolerance 0.001)" in text
-    assert text.endswith("overall: FAIL (tp2)\n")
+    assert text.endswith("overall: FAIL (tp2: failed)\n")
