@@ -35,7 +35,7 @@ from gpucheck.wheels import (
     set_pins,
     wheel_files,
 )
-from rowfactory import make_row
+from rowfactory import core_row
 
 from perfgate import models
 from perfgate.catalog import load_catalog
@@ -61,17 +61,7 @@ ROW = "pretrain-llama32_1b-h100-bf16-1gpu-tp1-megatron_core"
 
 def row(gpu: str = "h100") -> Row:
     """The check's megatron_core row (as baselines/<gpu>.json holds it)."""
-    return make_row(
-        model="llama32_1b",
-        gpu=gpu,
-        num_gpus=1,
-        gpus_per_node=1,
-        gbs=4,
-        mbs=1,
-        seq_len=4096,
-        tp=1,
-        backend="megatron_core",
-    )
+    return core_row(gpu)
 
 
 # --- the wheels and the refusals ---------------------------------------------------------------
@@ -476,4 +466,5 @@ def test_the_readme_holds_the_section_the_script_fills():
     section = text[start:end]
     # Until a GPU run is filled in, the section says plainly that none exists.
     assert section == report.readme_section(None) or "| device | NVIDIA H" in section
-    assert "bash scripts/gpu-check --out OUT" in text and "--fill-readme" in text
+    assert "bash scripts/gpu-check --nemo2 --out OUT" in text and "--fill-readme" in text
+    assert "docs/gpu-check.md" in text

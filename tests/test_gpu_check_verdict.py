@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO / "tools"))  # the GPU check: tools/gpucheck
 from gpucheck import checks, controls, nemo2, report, verdict
 from gpucheck.follow import LogFollower
 from gpucheck.wheels import LISTS, SETS, TREE_LIMIT_MIB, mib, read_pins, set_pins, wheel_files
-from rowfactory import make_row
+from rowfactory import core_row
 
 from perfgate import flops
 from perfgate.catalog.arch import effective_arch
@@ -32,17 +32,7 @@ from perfgate.workload.megatron_core.clock import iteration_line
 from perfgate.workload.nemo2.models import nemo2_flops_convention
 from perfgate.workload.validate import check_overrides
 
-CORE = make_row(
-    model="llama32_1b",
-    gpu="h200",
-    num_gpus=1,
-    gpus_per_node=1,
-    gbs=4,
-    mbs=1,
-    seq_len=4096,
-    tp=1,
-    backend="megatron_core",
-)
+CORE = core_row("h200")
 
 
 def passing(cpu: bool = False, nemo: bool = False) -> dict:
@@ -360,3 +350,92 @@ def test_the_wheel_sets_hold_one_version_of_each_and_fit_the_tree_limit():
     if tracked:  # a checkout with its history (CI's second run is a copy without .git)
         tree = sum(p.stat().st_size for p in tracked if p.is_file())
         assert mib(files) + tree / 2**20 < TREE_LIMIT_MIB - 4.0  # room for the results
+
+
+# --- the NeMo 2 stage on a GPU run's files --------------------------------------------------
+
+
+def nemo_run_folder(folder, host: list[float], gap_s: float) -> None:
+    """What a GPU launch of the nemo2 row leaves: steps.json (TimingCallback's times and the
+    FLOPs callback's TFLOP/s), device_clock.json, and NeMo's lines with timer blocks."""
+    from perfgate.logs import stepfile
+    from perfgate.workload.deviceclock import write_clock
+
+    tflops = [NEMO_273_STEP_FLOPS / t / 1e12 for t in host]
+    steps = [
+        {"step": i, "step_time_s": t, "tflops_per_gpu": f}
+        for i, (t, f) in enumerate(zip(host, tflops, strict=True))
+    ]
+    record = stepfile.StepRecord(
+        "pretrain-llama32_1b-h200-bf16-1gpu-tp1",
+        "nemo2",
+        status="completed",
+        steps=steps,
+        versions={"nemo": "2.7.3"},
+        flops_convention="nemo2_2509",
+    )
+    stepfile.write(folder / "steps.json", record)
+    write_clock(folder, "cuda_event", "batch start to batch start", [t + gap_s for t in host])
+    lines = []
+    for i, (t, f) in enumerate(zip(host, tflops, strict=True)):
+        lines.append(
+            f"Training epoch 0, iteration {i}/{len(host) - 1} | lr: 0.0003 | global_step: {i} | "
+            f"reduced_train_loss: 11.03 | train_step_timing in s: {t:.4} | TFLOPS_per_GPU: {f:.4}"
+        )
+        lines += [
+            "(min, max) time across ranks (ms):",
+            f"    forward-backward ...............................: ({800 * t:.2f}, {800 * t:.2f})",
+            f"    optimizer ......................................: ({100 * t:.2f}, {100 * t:.2f})",
+        ]
+    (folder / "rank-0.log").write_text("\n".join(lines) + "\n")
+
+
+class StagesStub:
+    """The parts of gpucheck.stages.Stages the NeMo 2 stage reads."""
+
+    def __init__(self, tmp_path):
+        self.work, self.gpu_row, self.repo = tmp_path / "work", CORE, REPO
+        self.args = type("Args", (), {"out": tmp_path / "out"})()
+        self.result = {"checks": {}, "controls": {}}
+        self.runs, self.lines = [], []
+
+    def log(self, line: str) -> None:
+        self.lines.append(line)
+
+    def timeout(self) -> float:
+        return 60.0
+
+
+@pytest.mark.parametrize(("gap_s", "timers"), [(0.002, "pass"), (0.05, "fail")])
+def test_the_gpu_stage_checks_nemos_run_from_its_files(tmp_path, monkeypatch, gap_s, timers):
+    from gpucheck.runs import ProductRun, read_run
+
+    host = [3.0] + [0.9 + 0.001 * (i % 3) for i in range(19)]
+    run_dir = tmp_path / "launch"
+    run_dir.mkdir()
+    nemo_run_folder(run_dir, host, gap_s)
+    seen = {}
+
+    def product(cmd, row_id, results, env, timeout, cwd):
+        seen.update(cmd=cmd, row_id=row_id)
+        run = read_run("product", run_dir, 40.0, 0)
+        start = 100.0  # the parent saw each line when its step and the gap were done
+        run.arrivals = list(itertools_accumulate([start, *(t + gap_s for t in host)]))[1:]
+        return ProductRun(0, 40.0, cmd, {"verdict": "NO_BASELINE"}, run, "")
+
+    monkeypatch.setattr(nemo2, "product_run", product)
+    stages = StagesStub(tmp_path)
+    nemo2.Nemo2Stage(stages, {}, "python3").gpu_stage(core_step_s=0.45)
+    c, ctl = stages.result["checks"], stages.result["controls"]
+    assert seen["row_id"] == "pretrain-llama32_1b-h200-bf16-1gpu-tp1"
+    assert "--executor=local" in seen["cmd"] and "--steps=20" in seen["cmd"]
+    assert c["nemo2.product"]["status"] == "pass"
+    assert c["nemo2.log"]["status"] == "pass" and c["nemo2.flops"]["status"] == "pass"
+    assert c["nemo2.phases"]["status"] == "pass"
+    assert c["nemo2.phases"]["share_of_step"] == pytest.approx(0.9, rel=1e-3)
+    assert c["nemo2.beside"]["nemo2_over_megatron_core"] == pytest.approx(0.901 / 0.45, rel=1e-2)
+    # a gap NeMo's TimingCallback does not see: 2 ms of 0.9 s passes, 50 ms fails both clocks
+    assert c["nemo2.timers"]["status"] == c["nemo2.wall"]["status"] == timers
+    assert c["nemo2.timers"]["median_gap_s"] == pytest.approx(gap_s)
+    assert ctl["nemo2.log"]["caught"]
+    assert stages.result["nemo2"]["product"]["ok"] and stages.runs

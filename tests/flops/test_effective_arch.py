@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from rowfactory import make_row
+from rowfactory import core_row, make_row
 
 from perfgate import flops, models
 from perfgate.catalog.arch import arch_changes, effective_arch
@@ -21,22 +21,12 @@ from perfgate.workload.megatron_core.plan import settings_for
 SMALL = {"model.num_layers": 2, "model.hidden_size": 64, "model.ffn_hidden_size": 256}
 
 
-def core_row(**overrides):
-    return make_row(
-        model="llama32_1b",
-        num_gpus=1,
-        gpus_per_node=1,
-        gbs=4,
-        mbs=1,
-        seq_len=4096,
-        tp=1,
-        backend="megatron_core",
-        overrides=overrides,
-    )
+def shaped(**overrides):
+    return core_row(overrides=overrides)
 
 
 def test_of_row_counts_the_architecture_the_backend_builds():
-    row = core_row(**SMALL, device="cpu")
+    row = shaped(**SMALL, device="cpu")
     built = settings_for(row).arch  # what the job's GPTModel is
     assert (built.num_layers, built.hidden_size, built.ffn_hidden_size) == (2, 64, 256)
     assert effective_arch(row) == built
@@ -53,7 +43,7 @@ def test_of_row_counts_the_architecture_the_backend_builds():
 
 
 def test_a_row_without_shape_overrides_counts_its_catalog_model():
-    row = core_row(**{"model.recompute_granularity": "full", "optim.lr": 1e-4})
+    row = shaped(**{"model.recompute_granularity": "full", "optim.lr": 1e-4})
     assert effective_arch(row) is models.get("llama32_1b")
     plain = flops.throughput("llama32_1b", "h100", "bf16", 1, 4, 4096, 0.5, tp=1)
     assert flops.of_row(row, 0.5, "nemo2") == dataclasses.replace(plain, convention="nemo2")
@@ -72,10 +62,10 @@ def test_each_backend_names_the_architecture_by_its_own_path():
     )
     assert effective_arch(nemo).num_layers == 8
     # the session's overrides win over the row's
-    assert effective_arch(core_row(**SMALL), {"model.num_layers": 3}).num_layers == 3
+    assert effective_arch(shaped(**SMALL), {"model.num_layers": 3}).num_layers == 3
 
 
 def test_a_bad_shape_value_is_one_line():
     with pytest.raises(ConfigError, match=r"^override 'model.num_layers': 0 is not a positive"):
-        effective_arch(core_row(**{"model.num_layers": 0}))
-    assert flops.of_row(core_row(**{"model.num_layers": True}), 0.5, "nemo2") is None
+        effective_arch(shaped(**{"model.num_layers": 0}))
+    assert flops.of_row(shaped(**{"model.num_layers": True}), 0.5, "nemo2") is None

@@ -85,7 +85,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--budget-min", type=float, default=8.0, help="minutes (default 8)")
     p.add_argument("--pairs", type=int, default=None, help="A/A and A/B pairs each (4; cpu 1)")
-    p.add_argument("--steps", type=int, default=None, help="steps of the product run (30; cpu 16)")
+    p.add_argument("--steps", type=int, default=None, help="steps of the product run (30; cpu 24)")
     p.add_argument("--wheels", type=Path, default=REPO / ".gpu-wheels", help="wheel folder")
     p.add_argument("--work", type=Path, default=None, help="work folder (default: a temp one)")
     p.add_argument("--fill-readme", type=Path, metavar="JSON", help="write JSON into README.md")
@@ -100,6 +100,7 @@ def install_sites(args: argparse.Namespace, work: Path, log: Log) -> dict[str, l
     asked on a GPU, only for its stage: without them that stage says why and the rest runs.
     """
     wanted = ["common", "megatron_core"]
+    check_wheels([p for name in wanted for p in set_pins(name)], args.wheels)  # all, one line
     files = {name: check_wheels(set_pins(name), args.wheels) for name in wanted}
     args.nemo2_missing = None
     if args.nemo2 and not args.cpu:
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.cpu:
         args.pairs = 1 if args.pairs is None else args.pairs
-        args.steps = args.steps or 16
+        args.steps = args.steps or 24
     args.pairs = 4 if args.pairs is None else args.pairs
     args.steps = args.steps or 30
     log = Log(args.out / "gpu-check.log")
