@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from testutil import REPO
@@ -16,7 +17,7 @@ sys.path.insert(0, str(REPO / "tools"))  # the GPU check: tools/gpucheck
 
 from gpucheck import report, verdict, wheels
 from gpucheck.cpustages import workload_item
-from gpucheck.runs import read_run
+from gpucheck.runs import launch, read_run
 
 from perfgate.catalog import row_from_dict
 from perfgate.workload.megatron_core.plan import cpu_threads
@@ -131,3 +132,28 @@ def test_a_failed_tp2_check_fails_the_cpu_check_and_is_summarized():
     text = report.summary(result)
     assert "TP=2 [fail]: first loss 7.2 on 2 ranks vs 6.9 on one (tolerance 0.001)" in text
     assert text.endswith("overall: FAIL (tp2: failed)\n")
+
+
+# Three Megatron-LM lines, the third only after the parent has seen the first two.
+THREE = (
+    "import sys, time\n"
+    "line = ' iteration {:8d}/       3 | elapsed time per iteration (ms): 20.0 |'\n"
+    "for i in (1, 2): print(line.format(i), flush=True)\n"
+    "time.sleep(0.3)\n"
+    "print(line.format(3), flush=True)\n"
+)
+
+
+def test_a_direct_launch_is_followed_by_the_parents_clock(tmp_path):
+    row = row_from_dict(COMMAND_ROW, "<test row>", rules=False)
+    argv = [sys.executable, "-c", THREE]
+    spec = WorkloadSpec(row=row, steps=3, output_dir=str(tmp_path / "run"), command=argv)
+    env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}:{REPO / 'tools'}"}
+    start = time.monotonic()
+    run = launch(sys.executable, spec, 1, env, 120.0)
+    end = time.monotonic()
+    assert run.problem is None or "exit code" not in run.problem
+    assert run.host_s == [0.02] * 3 and run.log_s == [0.02] * 3
+    # the parent stamped each line on arrival, in order; the third after the program's sleep
+    assert len(run.arrivals) == 3 and run.arrivals == sorted(run.arrivals)
+    assert start + 0.3 <= run.arrivals[2] <= end
