@@ -90,6 +90,7 @@ def test_gpu_check_cpu_mode_runs_the_whole_chain(tmp_path: Path) -> None:
         "gpu-check.txt",
         "gpu-check.log",
         "report.html",
+        "report-nemo2.html",  # the NeMo 2 row's product run, to its CPU boundary
     }
     result = json.loads((out / "gpu-check.json").read_text())
     checks = result["checks"]
@@ -109,6 +110,7 @@ def test_gpu_check_cpu_mode_runs_the_whole_chain(tmp_path: Path) -> None:
     )
     # NeMo 2: the pinned CUDA boundary, NeMo's printed lines, NeMo 2.7.3's FLOPs exactly
     assert checks["nemo2.boundary"]["status"] == "pass"
+    assert checks["nemo2.boundary"]["verdict"] == "INFRA"  # the suite recorded it
     assert checks["nemo2.log"]["status"] == "pass" and checks["nemo2.log"]["format"] == "nemo2"
     assert checks["nemo2.flops"]["convention"] == "nemo2_2509"
     assert checks["nemo2.flops"]["max_rel_diff"] < 1e-9

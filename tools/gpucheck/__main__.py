@@ -25,15 +25,17 @@ import argparse
 import datetime as dt
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from gpucheck import report, verdict
+from gpucheck.budget import Budget, Log
 from gpucheck.cpustages import CpuStages
 from gpucheck.prepare import check_python, check_torch, probe
-from gpucheck.stages import Budget, Log, Stages
+from gpucheck.stages import Stages
 from gpucheck.wheels import Refused, check_wheels, install, mib, set_pins
 
 REPO = Path(__file__).resolve().parents[2]
@@ -114,11 +116,15 @@ def install_sites(args: argparse.Namespace, work: Path, log: Log) -> dict[str, l
         seconds = install(paths, work / f"site-{name}")
         log(f"installed {name}: {len(paths)} wheels, {mib(paths):.1f} MiB in {seconds:.1f} s")
         sites[name] = work / f"site-{name}"
-    return {
-        "megatron_core": [sites["megatron_core"], sites["common"]],
-        # --cpu: NeMo's own venv has what its stage needs (and another Python than the wheels)
-        "nemo2": [sites["nemo2"], sites["common"]] if "nemo2" in sites else [],
-    }
+    nemo = [sites["nemo2"], sites["common"]] if "nemo2" in sites else []
+    if args.nemo2 and args.cpu and args.nemo_python:
+        # NeMo's own venv (another Python than the wheels'): its pytest plugin's dependencies,
+        # the pure-Python wheels of the common set, installed by that Python's pip
+        pure = [p for p in files["common"] if p.name.endswith("-py3-none-any.whl")]
+        nemo = [work / "site-common-nemo"]
+        seconds = install(pure, nemo[0], args.nemo_python)
+        log(f"installed common (pure Python) for {args.nemo_python} in {seconds:.1f} s")
+    return {"megatron_core": [sites["megatron_core"], sites["common"]], "nemo2": nemo}
 
 
 def run_check(args: argparse.Namespace, log: Log) -> dict[str, Any]:
@@ -131,12 +137,21 @@ def run_check(args: argparse.Namespace, log: Log) -> dict[str, Any]:
     where = str(shm) if args.cpu and shm.is_dir() and os.access(shm, os.W_OK) else None
     work = args.work or Path(tempfile.mkdtemp(prefix="gpu-check-", dir=where))
     work.mkdir(parents=True, exist_ok=True)
-    sites = install_sites(args, work, log)
+    try:
+        sites = install_sites(args, work, log)
+    except Refused:
+        if where and not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+        raise
     facts = probe(sys.executable, cpu=args.cpu)
     gpu = check_torch(facts, args.cpu) or "h100"
     log(f"torch {facts['torch']} on {facts.get('gpu_name') or 'CPU'}; work folder {work}")
     stages = CpuStages if args.cpu else Stages
-    return stages(args, log, budget, work, gpu, facts, sites).run()
+    try:
+        return stages(args, log, budget, work, gpu, facts, sites).run()
+    finally:
+        if where and not args.work:  # memory, not disk: what is kept is in --out
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,8 +19,8 @@ from typing import Any
 
 from gpucheck import pairs
 from gpucheck.follow import LogFollower
-from gpucheck.runs import RunData, read_run, start_ranks
-from gpucheck.stages import Stages, measure_files, read_measure
+from gpucheck.runs import RunData, measure_files, read_measure, read_run, start_ranks
+from gpucheck.stages import Stages
 from perfgate.workload.spec import WorkloadSpec
 
 RANKS = 2  # the TP=2 run's; rank 0 goes on alone

@@ -12,8 +12,9 @@ perfgate's nemo2 convention; Megatron-Core's timer phases parsed and within the 
 megatron_core row's step time beside it; the log control on NeMo's own text.
 
 On CPU (--nemo-python: an interpreter with NeMo, .venv-nemo in CI) NeMo cannot take a step,
-so the stage runs everything that can: (1) the nemo2 workload on a tiny llama up to NeMo's
-first CUDA call, which must be exactly BOUNDARY (a change either way is reported); (2) NeMo's
+so the stage runs everything that can: (1) a tiny llama row through the same product path,
+whose run must stop at NeMo's first CUDA call, exactly BOUNDARY (a change either way is
+reported), and be the suite's INFRA; (2) NeMo's
 own callbacks (TimingCallback, the FLOPsMeasurementCallback the recipe builds for the GPU
 row, ProgressPrinter) and perfgate's step callback on a real Lightning trainer with a
 stand-in model (gpucheck.nemo2_cpu), whose printed lines and steps.json feed the same log,
@@ -33,7 +34,6 @@ from gpucheck import checks, controls
 from gpucheck.follow import LogFollower
 from gpucheck.runs import (
     RunData,
-    free_port,
     product_run,
     pytest_command,
     read_run,
@@ -175,39 +175,36 @@ class Nemo2Stage:
         self.record(found, ctl)
 
     def boundary_run(self) -> dict[str, Any]:
-        """The tiny llama through `python -m perfgate.workload`: it must stop at BOUNDARY."""
+        """The tiny llama through the product path (pytest --executor local): NeMo's run must
+        stop at BOUNDARY, and the suite must record it as the row's INFRA with that cause."""
         tiny = dataclasses.replace(self.row, overrides=TINY_CPU, seq_len=64, gbs=2, mbs=1)
-        out = self.work / "boundary"
-        spec = WorkloadSpec(row=tiny, steps=3, output_dir=str(out))
-        path = spec.write(out / "spec.json")
-        env = {**self.env, "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"}
-        env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), PYTHONWARNINGS="ignore")
-        start = time.monotonic()
-        with open(out / "rank-0.log", "wb") as log:
-            proc = subprocess.run(
-                [self.python, "-m", "perfgate.workload", str(path)],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                timeout=self.s.timeout(),
-                check=False,
-            )
-        text = (out / "rank-0.log").read_text(errors="replace")
+        results = self.work / "boundary"
+        baselines = write_catalog([tiny], self.work / "boundary-baselines")
+        html = self.s.args.out / "report-nemo2.html"
+        cmd = pytest_command(self.python, tiny.id, results, html, 3, baselines)
+        env = {**self.env, "PYTHONWARNINGS": "ignore"}
+        self.s.log(f"nemo2: pytest --executor=local -k {tiny.id} (a 2-layer llama on the CPU)")
+        p = product_run(cmd, tiny.id, results, env, self.s.timeout(), self.s.repo)
+        rec = p.record or {}
+        log = p.run.run_dir / "rank-0.log" if p.run else None
+        text = log.read_text(errors="replace") if log and log.exists() else p.output_tail
         try:
-            error = stepfile.read(out / "steps.json").error or ""
+            error = stepfile.read(p.run.run_dir / "steps.json").error or "" if p.run else ""
         except Exception as e:
             error = f"no steps.json: {e}"
         ran = [m for m in BEFORE_BOUNDARY if m in text]
         at = error.startswith(BOUNDARY[0]) and BOUNDARY[1] in text
-        ok = proc.returncode == 1 and at and len(ran) == len(BEFORE_BOUNDARY)
-        self.s.log(f"nemo2: CPU run stopped at: {error[:120]} ({time.monotonic() - start:.0f} s)")
+        ok = rec.get("verdict") == "INFRA" and at and len(ran) == len(BEFORE_BOUNDARY)
+        self.s.log(f"nemo2: CPU run stopped at: {error[:100]} ({p.wall_s:.0f} s)")
         return {
             "status": "pass" if ok else "fail",
-            "why": None if ok else f"exit {proc.returncode}, stopped at {error[:300]!r}",
+            "why": None if ok else f"verdict {rec.get('verdict')}, stopped at {error[:300]!r}",
             "pinned": list(BOUNDARY),
+            "verdict": rec.get("verdict"),
+            "message": (rec.get("message") or "")[:600],
             "error": error[:600],
             "before_boundary": ran,
-            "log_tail": text[-1500:] if not ok else None,
+            "log_tail": None if ok else text[-1500:],
         }
 
     def callbacks_run(self) -> tuple[dict[str, dict], dict[str, dict]]:

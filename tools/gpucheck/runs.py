@@ -15,6 +15,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from perfgate.logs import parse_files, stepfile
 from perfgate.workload.deviceclock import CLOCK_FILE
 from perfgate.workload.deviceclock import read_clock as read_device_clock
 from perfgate.workload.megatron_core.clock import SIDECAR, read_sidecar
+from perfgate.workload.megatron_core.face import env_defaults
 from perfgate.workload.spec import WorkloadSpec
 
 BACKEND = "megatron_core"
@@ -290,3 +292,38 @@ def child_env(sites: list[Path], repo: Path) -> dict[str, str]:
     paths = [str(p) for p in (*sites, repo / "src", repo / "tools")]
     old = os.environ.get("PYTHONPATH")
     return {**os.environ, "PYTHONPATH": os.pathsep.join([*paths, *([old] if old else [])])}
+
+
+def measure_files(row: Any, work: Path) -> tuple[Path, Path, Path]:
+    """(spec, output JSON, log) of the measurements, the spec written."""
+    folder = work / "measure"
+    spec = WorkloadSpec(row=row, steps=0, output_dir=str(folder), mock_data=True)
+    return spec.write(folder / "spec.json"), folder / "measure.json", folder / "measure.log"
+
+
+def read_measure(out: Path, log: Path, code: int) -> tuple[dict | None, str | None]:
+    """(the measurements, None) or (None, why there are none)."""
+    if code or not out.exists():
+        tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
+        return None, f"measure exited {code}: {tail}"
+    return json.loads(out.read_text()), None
+
+
+def measure_child(
+    row: Any, env: dict, work: Path, args: list[str], timeout: float
+) -> tuple[dict | None, str | None, float]:
+    """Run gpucheck.measure in its own process; (its JSON, the error if any, seconds)."""
+    spec, out, log_path = measure_files(row, work)
+    cmd = [sys.executable, "-m", "gpucheck.measure", str(spec), str(out), *args]
+    renv = {**env_defaults(row), **env, "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"}
+    renv.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    start = time.monotonic()
+    with open(log_path, "wb") as log:
+        try:
+            proc = subprocess.run(
+                cmd, env=renv, stdout=log, stderr=subprocess.STDOUT, timeout=timeout, check=False
+            )
+            code = proc.returncode
+        except subprocess.TimeoutExpired:
+            code = 124
+    return (*read_measure(out, log_path, code), time.monotonic() - start)

@@ -15,15 +15,13 @@ the 20 s reserve. Pairs 3 and 4 of each kind run only where the budget still has
 from __future__ import annotations
 
 import json
-import resource
-import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from gpucheck import checks, controls, pairs, report, verdict
+from gpucheck.budget import Budget, Log
 from gpucheck.follow import POLL_S
 from gpucheck.nemo2 import Nemo2Stage, nemo_env
 from gpucheck.runs import (
@@ -31,8 +29,8 @@ from gpucheck.runs import (
     check_row,
     child_env,
     cpu_row,
-    free_port,
     launch,
+    measure_child,
     product_run,
     pytest_command,
     tp2_row,
@@ -40,12 +38,10 @@ from gpucheck.runs import (
 )
 from perfgate.catalog.schema import row_to_dict
 from perfgate.stats import DEFAULT_TOLERANCE
-from perfgate.workload.megatron_core.face import env_defaults
 from perfgate.workload.megatron_core.plan import settings_for
 from perfgate.workload.spec import WorkloadSpec
 
 REPO = Path(__file__).resolve().parents[2]
-RESERVE_S = 20.0  # kept for the checks, the JSON and the summary
 PAIR_STEPS = 20  # >= 15: perfgate's steady window needs 5 skipped + 10 steady steps
 INTERLEAVE = {"cuda": 4, "cpu": 3}  # steps per A/B block of the in-process cost
 CLOCK_STEPS = {"cuda": 12, "cpu": 8}  # steps of each of the measure process's clock loops
@@ -59,48 +55,6 @@ OWNS = {
     "nemo2": [*verdict.NEMO2_GPU, *verdict.NEMO2_CPU, "control nemo2.log"],
     "pairs": ["aa", "ab"],
 }
-
-
-class Log:
-    """Progress lines to stdout and to gpu-check.log in --out."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        path.write_text("")
-
-    def __call__(self, line: str) -> None:
-        """Print and keep one line."""
-        print(f"gpu-check: {line}", flush=True)
-        with open(self.path, "a") as f:
-            f.write(line + "\n")
-
-
-class Budget:
-    """Seconds left of --budget-min, and whether a stage of a given cost still fits."""
-
-    def __init__(self, minutes: float) -> None:
-        self.total = 60.0 * minutes
-        self.start = time.monotonic()
-
-    def used(self) -> float:
-        """Seconds since the start."""
-        return time.monotonic() - self.start
-
-    def left(self) -> float:
-        """Seconds left before the reserve."""
-        return self.total - self.used() - RESERVE_S
-
-    def fits(self, seconds: float) -> bool:
-        """Whether a stage of this estimated cost ends inside the budget."""
-        return self.left() >= seconds
-
-    @staticmethod
-    def cpu() -> float:
-        """CPU seconds (user + system) of this process and of its children that have ended."""
-        own = resource.getrusage(resource.RUSAGE_SELF)
-        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 class Stages:
@@ -442,38 +396,3 @@ def launch_wall(run_dir: Path) -> float | None:
         return float(next(e["wall_s"] for e in entries if Path(e["run_dir"]) == run_dir))
     except (OSError, ValueError, KeyError, StopIteration, TypeError):
         return None
-
-
-def measure_files(row: Any, work: Path) -> tuple[Path, Path, Path]:
-    """(spec, output JSON, log) of the measurements, the spec written."""
-    folder = work / "measure"
-    spec = WorkloadSpec(row=row, steps=0, output_dir=str(folder), mock_data=True)
-    return spec.write(folder / "spec.json"), folder / "measure.json", folder / "measure.log"
-
-
-def read_measure(out: Path, log: Path, code: int) -> tuple[dict | None, str | None]:
-    """(the measurements, None) or (None, why there are none)."""
-    if code or not out.exists():
-        tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
-        return None, f"measure exited {code}: {tail}"
-    return json.loads(out.read_text()), None
-
-
-def measure_child(
-    row: Any, env: dict, work: Path, args: list[str], timeout: float
-) -> tuple[dict | None, str | None, float]:
-    """Run gpucheck.measure in its own process; (its JSON, the error if any, seconds)."""
-    spec, out, log_path = measure_files(row, work)
-    cmd = [sys.executable, "-m", "gpucheck.measure", str(spec), str(out), *args]
-    renv = {**env_defaults(row), **env, "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"}
-    renv.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
-    start = time.monotonic()
-    with open(log_path, "wb") as log:
-        try:
-            proc = subprocess.run(
-                cmd, env=renv, stdout=log, stderr=subprocess.STDOUT, timeout=timeout, check=False
-            )
-            code = proc.returncode
-        except subprocess.TimeoutExpired:
-            code = 124
-    return (*read_measure(out, log_path, code), time.monotonic() - start)
