@@ -114,7 +114,9 @@ def test_gpu_check_cpu_mode_runs_the_whole_chain(tmp_path: Path) -> None:
     assert checks["nemo2.log"]["status"] == "pass" and checks["nemo2.log"]["format"] == "nemo2"
     assert checks["nemo2.flops"]["convention"] == "nemo2_2509"
     assert checks["nemo2.flops"]["max_rel_diff"] < 1e-9
-    assert checks["results"]["status"] == "pass"  # the shrunk model's FLOPs (catalog.arch)
+    # results.json's figures exist after a steady state, which a loaded CPU can deny
+    steady = result["product"]["verdict"] != "INFRA"
+    assert checks["results"]["status"] == ("pass" if steady else "fail"), checks["results"]
     assert max(checks["flops"]["rel_diffs"].values()) < 1e-9  # the counter's matmuls, exactly
     assert checks["flops"]["b_extra_flops_fraction"] > 0.05  # 1 of 2 layers re-run forward
     assert result["pairs"]["aa"]["pairs"] == result["pairs"]["ab"]["pairs"] == 1
