@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from perfgate import cli
+from perfgate.catalog.provenance import SHIPPED_DIR
 
 REPO = Path(__file__).resolve().parents[1]
 LOGS = REPO / "tests" / "data" / "logs"
@@ -56,8 +57,8 @@ def _assert_clean(code: int, out: str, err: str, command: str) -> None:
 
 # --- baselines ------------------------------------------------------------------------------
 
-STORED = json.loads((REPO / "baselines" / "h100.json").read_text())
-TEXT = (REPO / "baselines" / "h100.json").read_text()
+STORED = json.loads((SHIPPED_DIR / "h100.json").read_text())
+TEXT = (SHIPPED_DIR / "h100.json").read_text()
 
 
 def _row(i: int = 0) -> dict:

@@ -10,10 +10,11 @@ import pytest
 
 from perfgate import catalog
 from perfgate.catalog import Baseline, Provenance
+from perfgate.catalog.provenance import SHIPPED_DIR
 from perfgate.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
-BASELINES = REPO / "baselines"
+BASELINES = SHIPPED_DIR
 
 GOOD = {
     "id": "pretrain-llama3_70b-b200-fp8ds-64gpu-tp2pp4cp2vp5",

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from perfgate import catalog, flops
+from perfgate.catalog.provenance import SHIPPED_DIR
 
-BASELINES = Path(__file__).resolve().parents[2] / "baselines"
+BASELINES = SHIPPED_DIR
 
 
 @pytest.fixture(scope="module")

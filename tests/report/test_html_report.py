@@ -66,7 +66,7 @@ def row_tests(blob: dict) -> dict[str, dict]:
 
 
 def test_pytest_html_report(suite, tmp_path):
-    suite.real_baselines()
+    suite.shipped_rows()
     logs = _replay_with_evil_log(suite, tmp_path)
     result = suite.run(
         f"--replay={logs}",
@@ -181,7 +181,7 @@ def _without_times(raw: str) -> tuple[str, dict]:
 
 
 def test_perfgate_report_renders_the_same_page(suite, tmp_path, capsys):
-    suite.real_baselines()
+    suite.shipped_rows()
     logs = _replay_with_evil_log(suite, tmp_path)
     suite.run(f"--replay={logs}", "-m", "h100", "--html", "report.html", "--self-contained-html")
     results = suite.path / "perfgate-results" / "results.json"

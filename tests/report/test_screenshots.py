@@ -36,7 +36,7 @@ def browser():
 
 
 def _replay_report(suite) -> Path:
-    suite.real_baselines()
+    suite.shipped_rows()
     result = suite.run(
         f"--replay={suite.path.parent / 'replay'}",
         "-m",

@@ -58,7 +58,7 @@ def test_trend_with_change_point_in_the_row_block(suite, tmp_path):
 
 
 def test_no_trend_without_two_runs_in_the_history(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     hist = suite.path / "h.sqlite"
     suite.run(f"--replay={_logs(suite)}", *SEL, f"--history={hist}", "--store-replay")
     assert suite.results()["rows"][ROW]["trend"] is None  # one run: nothing to trend
