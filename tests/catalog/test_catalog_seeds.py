@@ -1,4 +1,4 @@
-"""Every seed configuration is a row of baselines/*.json, parallelism exactly as written."""
+"""Every seed configuration is a shipped row (perfgate/catalog/shipped), parallelism as written."""
 
 from __future__ import annotations
 

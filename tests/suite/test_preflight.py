@@ -197,6 +197,22 @@ def test_xdist_controller_checks_before_scheduling(suite, monkeypatch):
     assert result.ret == 0 and result.parseoutcomes()["passed"] == 2
 
 
+def test_xdist_controller_counts_only_row_tests(suite, monkeypatch):
+    # A session's own unit tests parametrized by a row id are not rows: under -n the
+    # controller saw 13 such ids in the suite's own tests and asked for GPU-hours (#28).
+    rows = _rows()
+    suite.write_rows(rows)
+    ids = ", ".join(repr(r.id) for r in rows)
+    suite.pytester.makepyfile(
+        test_unit=f"import pytest\n@pytest.mark.parametrize('rid', [{ids}])\n"
+        "def test_unit(rid):\n    assert rid\n"
+    )
+    monkeypatch.setenv("CI", "1")
+    result = suite.run(*LOCAL, *CHEAP, "-n", "2", "test_unit.py", "-k", "command")
+    assert result.ret == 0 and _no_jobs(suite), "\n".join(result.outlines)
+    assert result.parseoutcomes()["passed"] == 2
+
+
 def test_override_valid_for_some_backends_only_names_them(suite):
     cat = catalog.load_catalog(SHIPPED_DIR)
     nemo2 = next(r for r in cat.rows if r.backend == "nemo2" and r.gpu == "h100")
