@@ -22,6 +22,15 @@ def seeds() -> Path:
     return SEEDS
 
 
+@pytest.fixture(autouse=True)
+def _sessions_run_as_a_users_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under -n, xdist's worker variables would leak into the pytest sessions tests start
+    (pytester, subprocesses) and make them act as xdist workers (pytest-benchmark then turns
+    itself off): each test's own sessions must run as a user's plain session does."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
 # --- parallel runs (pytest tests -n auto) -----------------------------------------------------
 # Tests share costly things with the rest of their module (a module-scoped fixture: one A/B
 # session, one sweep on the cluster) and with their kind (the local Slurm cluster, a contract
