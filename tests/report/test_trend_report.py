@@ -10,7 +10,7 @@ from suite.test_history_replay import ROW, SEL, _logs, _measured_baseline
 
 from perfgate.cli import main as perfgate_main
 from perfgate.history.store import HistoryStore, Run, Session
-from report.test_html_report import page_blob, row_tests
+from report.test_html_report import row_details
 
 pytest_plugins = ["pytester"]
 NS = "{http://www.w3.org/2000/svg}"
@@ -36,8 +36,8 @@ def test_trend_with_change_point_in_the_row_block(suite, tmp_path):
     suite.run(*args, "--html", "report.html", "--self-contained-html")
     rec = suite.results()["rows"][ROW]
     assert [r["step_time_s"] for r in rec["trend"]] == [*LEVELS, 2.63]  # tonight is the last
-    detail = row_tests(page_blob((suite.path / "report.html").read_text()))[ROW]["extras"][0]
-    svgs = re.findall(r'<div class="pg-plot pg-trend">(<svg.*?</svg>)', detail["content"], re.S)
+    detail = row_details((suite.path / "report.html").read_text())[ROW]
+    svgs = re.findall(r'<div class="pg-plot pg-trend">(<svg.*?</svg>)', detail, re.S)
     (svg,) = [ET.fromstring(s) for s in svgs]
     (poly,) = svg.iter(f"{NS}polyline")
     assert len(poly.get("points").split()) == 12
@@ -53,8 +53,7 @@ def test_trend_with_change_point_in_the_row_block(suite, tmp_path):
     out = tmp_path / "again.html"
     results = suite.path / "perfgate-results" / "results.json"
     assert perfgate_main(["report", str(results), "--html", str(out)]) == 0
-    again = row_tests(page_blob(out.read_text()))[ROW]["extras"][0]["content"]
-    assert again == detail["content"]
+    assert row_details(out.read_text())[ROW] == detail
 
 
 def test_no_trend_without_two_runs_in_the_history(suite):

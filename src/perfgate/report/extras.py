@@ -1,5 +1,6 @@
 """The detail block of a row in the report: verdict line, baseline provenance, plot, A/B
-pairs, and folded details (statistics, repro command, scripts, recipe, log tail).
+pairs, and folded details (statistics, repro command, scripts, recipe, log tail); and the
+stub that stands for it in pytest-html's data (perfgate.report.lazy keeps the blocks).
 
 pytest-html inserts "html" extras with innerHTML; everything that may come from rows, jobs or
 logs is escaped here. One html extra per row (no image or link extras): the plot is inline
@@ -143,6 +144,18 @@ def detail_html(rec: RowRecord) -> str:
     return f'<div class="pg-row">{"".join(parts)}</div>'
 
 
+def detail_id(row_id: str) -> str:
+    """The id of the element that holds a row's detail block in the page (report.lazy)."""
+    return "pg-d-" + row_id
+
+
+def detail_stub(rec: RowRecord) -> str:
+    """Where a row's detail block goes: the page's script fills it in from the block stored
+    under detail_id (report.lazy) when the row is open and near the view."""
+    return f'<div class="pg-detail" data-detail="{escape(detail_id(rec["row_id"]))}"></div>'
+
+
 def extras_for(rec: RowRecord) -> list[dict[str, Any]]:
-    """The pytest-html extras of one row record: its detail block."""
-    return [_html(detail_html(rec))]
+    """The pytest-html extras of one row record: the stub of its detail block (pytest-html
+    draws every extra of every row on every click; the block itself waits in the page)."""
+    return [_html(detail_stub(rec))]
