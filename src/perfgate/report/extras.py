@@ -18,7 +18,7 @@ from perfgate.report.ab import ab_html
 from perfgate.report.confirmation import confirmation_html, where_html
 from perfgate.report.phases import versus_baseline_html
 from perfgate.report.plot import svg_for_record
-from perfgate.report.trend import trend_svg
+from perfgate.report.trend import record_svg
 from perfgate.rowrecord import RowRecord
 
 
@@ -115,7 +115,7 @@ def detail_html(rec: RowRecord) -> str:
         parts.append(confirmation_html(rec))
     if rec.get("trend"):  # the row's history, tonight included, with its change points
         base = rec.get("baseline") or {}
-        svg = trend_svg(rec["row_id"], rec["trend"], base.get("step_time_s"), rec.get("tolerance"))
+        svg = record_svg(rec["row_id"], rec["trend"], base.get("step_time_s"), rec.get("tolerance"))
         parts.append(f'<div class="pg-plot pg-trend">{svg}</div>')
     if ab_html(rec):
         parts.append(ab_html(rec))
