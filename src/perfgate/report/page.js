@@ -9,8 +9,11 @@ category only. So, with its code left as it is:
    image and video players when no test has media, and a table of more than PAGE_ROWS rows
    is cut to one page of them, in the order and filter pytest-html is about to apply (URL
    ?page=N, ?rows=N or ?rows=all). Sorting or filtering a paged table reloads it at page 1.
-2. Once pytest-html has drawn it: the rows to look at (CONFIG.open) are opened in one redraw,
-   through pytest-html's own state (sessionStorage collapsedIds) and its filter handler.
+2. pytest-html draws its table once at its start, every row of a passed test collapsed, and
+   again on a filter change, with the collapsed rows it keeps in sessionStorage. So its first
+   drawing is made empty (its ?visible= parameter naming no outcome, for that drawing only),
+   and once it has started the table is drawn once: its collapsed rows less the rows to look
+   at (CONFIG.open), through its own filter handler.
 3. A row's detail block is a stub in pytest-html's data; its HTML waits in a
    <script type="application/json" id="pg-d-ROW"> and is filled in when the row is open and
    near the view (the first FILL_NOW at once), after every redraw; all of them before printing.
@@ -23,7 +26,9 @@ category only. So, with its code left as it is:
   var FILTERS = ["passed", "skipped", "failed", "error", "xfailed", "xpassed", "rerun"];
   var INITIAL_ORDER = ["Error", "Failed", "Rerun", "XFailed", "XPassed", "Skipped", "Passed"];
   var params = new URLSearchParams(location.search);
-  var state = { seen: false, paged: false, ids: {}, pageOf: {}, page: 1, pages: 1, total: 0 };
+  var state = {
+    paged: false, hidden: false, visibleParam: null, ids: {}, pageOf: {}, page: 1, pages: 1,
+  };
 
   // --- 1. before pytest-html reads its data --------------------------------------------
 
@@ -95,7 +100,6 @@ category only. So, with its code left as it is:
       data.tests[nodeid].forEach(function (t) { all.push([nodeid, t]); });
     });
     lightenTemplate(all.map(function (x) { return x[1]; }));
-    state.total = all.length;
     var size = pageSize();
     var shown = all;
     if (all.length > size) {
@@ -127,13 +131,13 @@ category only. So, with its code left as it is:
     }
     // pytest-html numbers its tests in this order: test_0, test_1, ...
     shown.forEach(function (x, i) { state.ids[x[1].testId] = "test_" + i; });
+    hideFirstDrawing();
   }
 
   var early = new MutationObserver(function () {
     var container = document.getElementById("data-container");
     if (!container) return;
     early.disconnect();
-    state.seen = true;
     try {
       beforePytestHtml(container);
     } catch (e) {
@@ -158,19 +162,59 @@ category only. So, with its code left as it is:
     return ids;
   }
 
-  function openRowsToLookAt() {
-    if (params.has("collapsed")) return;  // the reader's own choice (pytest-html's parameter)
-    var open = new Set(openIds());
+  // pytest-html's first drawing is the one to skip: it is made with no row (its own URL
+  // parameter ?visible= naming no outcome), and the one drawing made here shows them all.
+  var SKIP_FIRST = "perfgate-plain-drawing";  // set when that failed once: draw plainly
+
+  function hideFirstDrawing() {
+    if (sessionStorage.getItem(SKIP_FIRST)) return;
+    state.visibleParam = params.get("visible");
+    var u = new URL(location.href);
+    u.searchParams.set("visible", "");
+    history.replaceState(history.state, "", u.href);
+    state.hidden = true;
+  }
+
+  function restoreUrl() {
+    var u = new URL(location.href);  // pytest-html has added its ?sort= meanwhile
+    if (state.visibleParam === null) u.searchParams.delete("visible");
+    else u.searchParams.set("visible", state.visibleParam);
+    history.replaceState(history.state, "", u.href);
+  }
+
+  // The one drawing: the rows to look at open (unless the reader's URL says which to collapse,
+  // pytest-html's ?collapsed=), through pytest-html's own state (sessionStorage collapsedIds)
+  // and its filter handler, which draws once with exactly the stored ids collapsed.
+  function drawWithRowsOpen() {
+    if (state.hidden) restoreUrl();
     var collapsed = JSON.parse(sessionStorage.getItem("collapsedIds")) || [];
+    var open = new Set(params.has("collapsed") ? [] : openIds());
     var kept = collapsed.filter(function (id) { return !open.has(id); });
-    if (kept.length === collapsed.length) return;
+    if (kept.length === collapsed.length && !state.hidden) return;  // drawn right already
     sessionStorage.setItem("collapsedIds", JSON.stringify(kept));
-    // pytest-html's filter handler redraws once, collapsing exactly the stored ids; a plain
-    // event (not a mouse click) leaves the box as it is, so the filter does not change.
+    var shown = visibleCategories();
     var box = Array.prototype.find.call(
       document.querySelectorAll('input[name="filter_checkbox"]'),
-      function (b) { return b.checked && !b.disabled; });
-    if (box) box.dispatchEvent(new Event("click"));
+      function (b) { return shown.indexOf(b.dataset.testResult) >= 0; });
+    if (!box) return;  // the reader's filter shows no outcome
+    // A plain event (not a mouse click) runs pytest-html's handler without toggling the box:
+    // it shows the box's outcome (shown already), filters, sorts and draws once.
+    box.checked = true;
+    box.dispatchEvent(new Event("click"));
+  }
+
+  function afterPytestHtml() {
+    try {
+      if (state.paged) setUpPaging();
+      drawWithRowsOpen();
+    } catch (e) {
+      console.error("perfgate:", e);
+      if (state.hidden) {  // the table would stay empty: draw it plainly instead
+        sessionStorage.setItem(SKIP_FIRST, "1");
+        restoreUrl();
+        location.reload();
+      }
+    }
   }
 
   // --- 3. detail blocks, filled in when needed ---------------------------------------------
@@ -279,12 +323,5 @@ category only. So, with its code left as it is:
     }, true);
   }
 
-  document.addEventListener("DOMContentLoaded", function () {
-    try {
-      if (state.paged) setUpPaging();
-      openRowsToLookAt();
-    } catch (e) {
-      console.error("perfgate:", e);
-    }
-  });
+  document.addEventListener("DOMContentLoaded", afterPytestHtml);
 })();
