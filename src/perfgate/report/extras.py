@@ -151,8 +151,12 @@ def detail_id(row_id: str) -> str:
 
 def detail_stub(rec: RowRecord) -> str:
     """Where a row's detail block goes: the page's script fills it in from the block stored
-    under detail_id (report.lazy) when the row is open and near the view."""
-    return f'<div class="pg-detail" data-detail="{escape(detail_id(rec["row_id"]))}"></div>'
+    under detail_id (report.lazy) when the row is open and near the view. The blocks come with
+    the session's end: a page pytest-html writes before (generate_report_on_test) says so."""
+    return (
+        f'<div class="pg-detail" data-detail="{escape(detail_id(rec["row_id"]))}">'
+        "<p>This row's details come with the finished report.</p></div>"
+    )
 
 
 def extras_for(rec: RowRecord) -> list[dict[str, Any]]:
