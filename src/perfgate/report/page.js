@@ -11,9 +11,9 @@ category only. So, with its code left as it is:
    ?page=N, ?rows=N or ?rows=all). Sorting or filtering a paged table reloads it at page 1.
 2. pytest-html draws its table once at its start, every row of a passed test collapsed, and
    again on a filter change, with the collapsed rows it keeps in sessionStorage. So its first
-   drawing is made empty (its ?visible= parameter naming no outcome, for that drawing only),
-   and once it has started the table is drawn once: its collapsed rows less the rows to look
-   at (CONFIG.open), through its own filter handler.
+   drawing is made empty (its ?visible= parameter naming no outcome it knows, for that drawing
+   only), and once it has started the table is drawn once: its collapsed rows less the rows
+   to look at (CONFIG.open), through its own filter handler.
 3. A row's detail block is a stub in pytest-html's data; its HTML waits in a
    <script type="application/json" id="pg-d-ROW"> and is filled in when the row is open and
    near the view (the first FILL_NOW at once), after every redraw; all of them before printing.
@@ -25,7 +25,14 @@ category only. So, with its code left as it is:
   var FILL_NOW = CONFIG.fillNow;
   var FILTERS = ["passed", "skipped", "failed", "error", "xfailed", "xpassed", "rerun"];
   var INITIAL_ORDER = ["Error", "Failed", "Rerun", "XFailed", "XPassed", "Skipped", "Passed"];
+  // pytest-html's first drawing is the one to skip: it is made with no row, its own URL
+  // parameter ?visible= naming no outcome it knows (this one), and the one drawing made here
+  // shows them all. The history entry of the page's load keeps that URL: a load from it is a
+  // load without ?visible=.
+  var FIRST_DRAWING = "perfgate-first-drawing";
+  var SKIP_FIRST = "perfgate-plain-drawing";  // set when that failed once: draw plainly
   var params = new URLSearchParams(location.search);
+  if (params.get("visible") === FIRST_DRAWING) params.delete("visible");
   var state = {
     paged: false, hidden: false, visibleParam: null, ids: {}, pageOf: {}, page: 1, pages: 1,
   };
@@ -71,6 +78,14 @@ category only. So, with its code left as it is:
     return sorted;
   }
 
+  function fromHash(text) {
+    try {
+      return decodeURIComponent(text);
+    } catch (e) {  // a malformed %-escape: the text as it is
+      return text;
+    }
+  }
+
   function pageSize() {
     var rows = params.get("rows");
     if (rows === "all") return Infinity;
@@ -112,7 +127,7 @@ category only. So, with its code left as it is:
         .map(function (t) { return byTest.get(t); });
       state.pages = Math.max(1, Math.ceil(ordered.length / size));
       ordered.forEach(function (x, i) { state.pageOf[x[1].testId] = 1 + Math.floor(i / size); });
-      var wanted = decodeURIComponent(location.hash.slice(1));
+      var wanted = fromHash(location.hash.slice(1));
       var page = parseInt(params.get("page"), 10) || 1;
       if (wanted && state.pageOf[wanted]) page = state.pageOf[wanted];
       state.page = Math.min(Math.max(1, page), state.pages);
@@ -162,15 +177,11 @@ category only. So, with its code left as it is:
     return ids;
   }
 
-  // pytest-html's first drawing is the one to skip: it is made with no row (its own URL
-  // parameter ?visible= naming no outcome), and the one drawing made here shows them all.
-  var SKIP_FIRST = "perfgate-plain-drawing";  // set when that failed once: draw plainly
-
   function hideFirstDrawing() {
     if (sessionStorage.getItem(SKIP_FIRST)) return;
     state.visibleParam = params.get("visible");
     var u = new URL(location.href);
-    u.searchParams.set("visible", "");
+    u.searchParams.set("visible", FIRST_DRAWING);
     history.replaceState(history.state, "", u.href);
     state.hidden = true;
   }
@@ -314,7 +325,7 @@ category only. So, with its code left as it is:
     // a link to a row on another page (the sign-off's list) opens that page at the row
     document.addEventListener("click", function (evt) {
       var a = evt.target.closest('a[href^="#"]');
-      var id = a && decodeURIComponent(a.getAttribute("href").slice(1));
+      var id = a && fromHash(a.getAttribute("href").slice(1));
       if (!id || document.getElementById(id) || !state.pageOf[id]) return;
       evt.preventDefault();
       goTo(state.pageOf[id], "#" + encodeURIComponent(id));
