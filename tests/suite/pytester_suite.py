@@ -75,7 +75,7 @@ class Suite:
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester) -> Suite:
-    """The suite in a fresh pytester folder (no baselines yet: call real_baselines/write_rows)."""
+    """The suite in a fresh pytester folder (no baselines yet: call shipped_rows/write_rows)."""
     return Suite(pytester)
 
 
