@@ -40,6 +40,22 @@ def _sessions_run_as_a_users_would(monkeypatch: pytest.MonkeyPatch) -> None:
 # which pytest 9.2 no longer reports: its groups are silently ignored.)
 
 
+# Modules whose tests need these (a cluster, a venv, a server) are the long ones: they are
+# collected first, so under -n they start first and the short modules fill in around them.
+LONG_MARKS = {"slurm", "nemo", "automodel", "bridge", "postgres", "long"}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Long modules first (a stable sort: each module keeps its own order)."""
+    long = {
+        i.nodeid.split("::")[0]
+        for i in items
+        if any(m.name in LONG_MARKS for m in i.iter_markers())
+    }
+    items.sort(key=lambda i: i.nodeid.split("::")[0] not in long)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """-n without --dist: whole modules per worker."""
