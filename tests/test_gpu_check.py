@@ -39,6 +39,7 @@ from rowfactory import core_row
 
 from perfgate import models
 from perfgate.catalog import load_catalog
+from perfgate.catalog.provenance import SHIPPED_DIR
 from perfgate.catalog.rows import Row
 from perfgate.logs import stepfile
 from perfgate.stats import summarize_run
@@ -60,8 +61,14 @@ ROW = "pretrain-llama32_1b-h100-bf16-1gpu-tp1-megatron_core"
 
 
 def row(gpu: str = "h100") -> Row:
-    """The check's megatron_core row (as baselines/<gpu>.json holds it)."""
+    """The check's megatron_core row (as perfgate's shipped catalog holds it)."""
     return core_row(gpu)
+
+
+def test_the_factorys_row_is_the_shipped_one():
+    for gpu in ("h100", "h200"):
+        shipped = load_catalog(SHIPPED_DIR).get(ROW.replace("h100", gpu))
+        assert settings_for(shipped) == settings_for(row(gpu))
 
 
 # --- the wheels and the refusals ---------------------------------------------------------------

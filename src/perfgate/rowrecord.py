@@ -169,5 +169,7 @@ class RowRecord(_RowRecordKeys, total=False):
 
     duration_s: float  # the test's setup (waiting) and call time
     error: str  # a failure that is not the verdict's own message
-    trend: dict[str, Any]  # the row's history trend, tonight included
+    # the row's history trend, tonight included: points and change points as the session
+    # searched them once (verdicts.nightly.trend_record); a list of stored runs before that
+    trend: dict[str, Any] | list[dict[str, Any]] | None
     phases: dict[str, Any] | None  # one-run modes: each phase vs the baseline's phases_s
