@@ -11,7 +11,8 @@ import pytest
 
 from perfgate.cli import main as perfgate_main
 from perfgate.history.nodes import NodeRun, exclude_list, percentiles, slow_nodes
-from perfgate.history.store import HistoryStore, Run, Session
+from perfgate.history.sqlite import SqliteStore
+from perfgate.history.store import Run, Session
 
 NODES = [f"n{i}" for i in range(16)]
 
@@ -72,7 +73,7 @@ def test_nodes_with_too_few_runs_are_not_tested() -> None:
 
 def test_the_store_and_the_command_name_the_slow_node(tmp_path: Path, capsys) -> None:
     path = tmp_path / "h.sqlite"
-    store = HistoryStore(path)
+    store = SqliteStore(path)
     rng = random.Random(2)
     history = cluster_history(rng, nights=5, slow={"n3": 0.05})
     for night in range(5):
@@ -98,7 +99,7 @@ def test_the_store_and_the_command_name_the_slow_node(tmp_path: Path, capsys) ->
 def test_bad_input_is_one_line(tmp_path: Path, capsys) -> None:
     assert perfgate_main(["nodes", "--history", str(tmp_path / "none.sqlite")]) == 2
     assert "no history yet" in capsys.readouterr().err
-    HistoryStore(tmp_path / "h.sqlite").start_session(Session("live"))
+    SqliteStore(tmp_path / "h.sqlite").start_session(Session("live"))
     assert perfgate_main(["nodes", "--history", str(tmp_path / "h.sqlite"), "--fdr", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--fdr 2" in err[0]
@@ -106,7 +107,7 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys) -> None:
 
 @pytest.mark.parametrize("min_runs", [0, 1])
 def test_min_runs_must_allow_a_test(tmp_path: Path, capsys, min_runs: int) -> None:
-    HistoryStore(tmp_path / "h.sqlite").start_session(Session("live"))
+    SqliteStore(tmp_path / "h.sqlite").start_session(Session("live"))
     args = ["nodes", "--history", str(tmp_path / "h.sqlite"), "--min-runs", str(min_runs)]
     assert perfgate_main(args) == 2
     assert f"--min-runs {min_runs}" in capsys.readouterr().err

@@ -74,32 +74,65 @@ def percentiles(runs: Iterable[NodeRun]) -> list[tuple[NodeRun, float, float]]:
     return out
 
 
-def slow_nodes(
-    runs: Iterable[NodeRun], q: float = 0.05, min_runs: int = MIN_RUNS
-) -> list[NodeFinding]:
-    """Every node with at least min_runs runs, most suspect first (see the module doc)."""
+@dataclass(frozen=True)
+class NodeTotal:
+    """One node's sums over the runs it took part in: all the test needs (a store can add
+    them up in SQL instead of handing over every run)."""
+
+    node: str
+    runs: int
+    sum_percentile: float  # sum of the runs' mid-rank percentiles
+    sum_variance: float  # sum of their variances under no node effect
+    slow_runs: int  # runs at or above SLOW_PERCENTILE
+
+
+def totals(runs: Iterable[NodeRun]) -> list[NodeTotal]:
+    """Each node's sums over the runs that used it (a run counts once per distinct node)."""
     per_node: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for run, u, var in percentiles(runs):
         for node in set(run.nodes):
             per_node[node].append((u, var))
-    tested = sorted((n, uv) for n, uv in per_node.items() if len(uv) >= min_runs)
-    p_values = []
-    for _, uv in tested:
-        z = math.fsum(u - 0.5 for u, _ in uv) / math.sqrt(math.fsum(v for _, v in uv))
-        p_values.append(NormalDist().cdf(-z))
+    return [
+        NodeTotal(
+            node,
+            len(uv),
+            math.fsum(u for u, _ in uv),
+            math.fsum(v for _, v in uv),
+            sum(1 for u, _ in uv if u >= SLOW_PERCENTILE),
+        )
+        for node, uv in per_node.items()
+    ]
+
+
+def findings(
+    node_totals: Iterable[NodeTotal], q: float = 0.05, min_runs: int = MIN_RUNS
+) -> list[NodeFinding]:
+    """Every node with at least min_runs runs, most suspect first (see the module doc)."""
+    tested = sorted((t for t in node_totals if t.runs >= min_runs), key=lambda t: t.node)
+    p_values = [
+        NormalDist().cdf(-(t.sum_percentile - t.runs / 2) / math.sqrt(t.sum_variance))
+        for t in tested
+    ]
     flags = benjamini_hochberg(p_values, q) if tested else []
     found = [
         NodeFinding(
-            node=node,
-            runs=len(uv),
-            slow_runs=sum(1 for u, _ in uv if u >= SLOW_PERCENTILE),
-            mean_percentile=math.fsum(u for u, _ in uv) / len(uv),
+            node=t.node,
+            runs=t.runs,
+            slow_runs=t.slow_runs,
+            mean_percentile=t.sum_percentile / t.runs,
             p_value=p,
             flagged=flag,
         )
-        for (node, uv), p, flag in zip(tested, p_values, flags, strict=True)
+        for t, p, flag in zip(tested, p_values, flags, strict=True)
     ]
     return sorted(found, key=lambda f: (not f.flagged, f.p_value, f.node))
+
+
+def slow_nodes(
+    runs: Iterable[NodeRun], q: float = 0.05, min_runs: int = MIN_RUNS
+) -> list[NodeFinding]:
+    """Every node with at least min_runs runs, most suspect first, from the runs themselves."""
+    return findings(totals(runs), q, min_runs)
 
 
 def exclude_list(findings: Sequence[NodeFinding]) -> str:
