@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from perfgate.errors import ConfigError
 from perfgate.history.store import Dump, Run, Session, finite
 
 SESSION_COLUMNS = (
@@ -94,8 +95,21 @@ def insert_run(d: Dialect) -> str:
     return d.sql(f"INSERT INTO runs ({cols}) VALUES ({vals}) ON CONFLICT DO NOTHING")
 
 
+def _text_only(values: tuple, names: tuple[str, ...], what: str) -> tuple:
+    """The values, unless one holds a NUL character (PostgreSQL cannot store one: neither
+    store does, so a history moves between them whole)."""
+    for name, v in zip(names, values, strict=True):
+        if isinstance(v, str) and ("\x00" in v or (name in JSON_COLUMNS and "\\u0000" in v)):
+            raise ConfigError(f"history: {what}: {name} holds a NUL character; not stored")
+    return values
+
+
 def session_values(s: Session) -> tuple:
     """A Session as insert_session's parameters."""
+    return _text_only(_session_values(s), SESSION_COLUMNS, "session")
+
+
+def _session_values(s: Session) -> tuple:
     return (
         s.uid,
         s.started_at,
@@ -111,6 +125,10 @@ def session_values(s: Session) -> tuple:
 
 def run_values(session_id: int, r: Run, recorded_at: str) -> tuple:
     """A Run as insert_run's parameters (non-finite numbers are stored as none)."""
+    return _text_only(_run_values(session_id, r, recorded_at), RUN_COLUMNS, f"row {r.row_id!r}")
+
+
+def _run_values(session_id: int, r: Run, recorded_at: str) -> tuple:
     return (
         session_id,
         r.row_id,
@@ -187,17 +205,24 @@ def node_totals(d: Dialect) -> str:
 
     A run's percentile is (runs of its row faster + half of those as fast) / its row's runs,
     over the runs with nodes; rows with one such run say nothing and are left out."""
+    # CASE, not AND: neither database promises to skip the length of what is not an array
     if d.name == "sqlite":
         has_nodes = (
-            "json_valid(r.nodes) AND json_type(r.nodes) = 'array' "
-            "AND json_array_length(r.nodes) > 0"
+            "(CASE WHEN json_valid(r.nodes) THEN (CASE WHEN json_type(r.nodes) = 'array' "
+            "THEN json_array_length(r.nodes) ELSE 0 END) ELSE 0 END) > 0"
         )
-        explode = "json_each(ranked.nodes) j"
+        explode = "json_each(CASE WHEN json_valid(ranked.nodes) THEN ranked.nodes ELSE '[]' END) j"
         node, is_text = "j.value", "j.type = 'text'"
         slow = f"(u >= {SLOW_PERCENTILE})"
     else:
-        has_nodes = "jsonb_typeof(r.nodes) = 'array' AND jsonb_array_length(r.nodes) > 0"
-        explode = "jsonb_array_elements(ranked.nodes) j"
+        has_nodes = (
+            "(CASE WHEN jsonb_typeof(r.nodes) = 'array' THEN jsonb_array_length(r.nodes) "
+            "ELSE 0 END) > 0"
+        )
+        explode = (
+            "jsonb_array_elements(CASE WHEN jsonb_typeof(ranked.nodes) = 'array' "
+            "THEN ranked.nodes ELSE '[]'::jsonb END) j"
+        )
         node, is_text = "j #>> '{}'", "jsonb_typeof(j) = 'string'"
         slow = f"(u >= {SLOW_PERCENTILE})::int"
     return d.sql(

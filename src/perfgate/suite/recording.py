@@ -244,6 +244,7 @@ class HistoryRecorder:
             f"history: {self.location} answers again; wrote {done['runs']} run(s) kept in "
             f"{self.spool.path}"
         )
+        self.error = f"{self.error}; every kept row written when it answered again"
         self.spool = None  # written directly again (reads stay as they were: a session
         # that started without history judges every row so)
 
