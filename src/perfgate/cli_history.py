@@ -5,6 +5,7 @@ noise prior, the nodes whose runs are slow more often than chance; `perfgate his
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import math
 import sys
@@ -17,7 +18,7 @@ from perfgate.errors import ConfigError
 from perfgate.history import calibrate, nodes, spool, transfer
 from perfgate.history.store import DEFAULT_NAME, HistoryStore
 from perfgate.history.stores import is_url, open_store
-from perfgate.report import trend
+from perfgate.report import dashboard, trend
 from perfgate.stats import DEFAULT_TOLERANCE
 from perfgate.stats.priors import SITE_FILE
 
@@ -92,6 +93,19 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--all", action="store_true", help="list every tested node, not the flagged")
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
     p.set_defaults(func=_nodes)
+    p = sub.add_parser(
+        "dashboard",
+        help="the whole matrix's history as a static site (no server)",
+        description="Write a static site from the history: index.html with every row "
+        "(latest step time vs baseline, the verdicts of the last nights, change points, slow "
+        "nodes; filters by GPU, model and backend) and one page per row (its trend with the "
+        "baseline band, the versions that changed at each change point, its nodes).",
+    )
+    _where(p)
+    p.add_argument("--out", metavar="DIR", required=True, help="where the site is written")
+    p.add_argument("--nights", type=int, default=dashboard.NIGHTS, help="verdicts per strip")
+    p.add_argument("--rows", default="*", metavar="GLOB", help="row ids to show (default all)")
+    p.set_defaults(func=_dashboard)
 
 
 def _store(args: argparse.Namespace, must_exist: bool = True) -> HistoryStore:
@@ -251,4 +265,20 @@ def _nodes(args: argparse.Namespace) -> int:
         )
     if exclude:
         print(exclude)
+    return 0
+
+
+def _dashboard(args: argparse.Namespace) -> int:
+    if args.nights < 1:
+        raise ConfigError(f"--nights {args.nights}: expected at least 1")
+    store = _store(args)
+    try:
+        catalog = load_catalog(args.baselines_dir)
+    except ConfigError:  # the history alone is enough: ids and the runs' baselines
+        catalog = None
+    rows = [r for r in store.row_ids() if fnmatch.fnmatch(r, args.rows)]
+    out = Path(args.out)
+    views = dashboard.build(store, out, catalog, args.nights, rows)
+    print(f"wrote {out / 'index.html'} and {len(views)} row page(s) from {store.location}")
+    _say_left_out(store)
     return 0
