@@ -107,7 +107,7 @@ def test_change_point_in_a_per_commit_ci_history(reference) -> None:
     With 3 of 8 points after a change no order of the 8 can show it at 1%: the sets of 3
     that end the series number 56, and the observed one (the 3 slowest) and its mirror (the 3
     fastest) are as extreme, so the exact permutation p-value is 2/56 = 0.036 (all 40,320
-    orders). The search finds the change there at 5%, and at 1% once two more commits at the
+    orders). The search finds the change there at 10%, and at 1% once two more commits at the
     new level come in. (The pairwise statistic this search replaced said p 0.004 here: it
     counted orders that tie the observed statistic up to rounding as not reaching it.)"""
     rows = [
@@ -118,7 +118,7 @@ def test_change_point_in_a_per_commit_ci_history(reference) -> None:
     xs = [math.log(float(r["median_tail"])) for r in rows]
     assert rows[5]["date"] == "2025-04-06"
     assert change_points(xs) == []
-    (cp,) = change_points(xs, significance=0.05)
+    (cp,) = change_points(xs, significance=0.1)
     assert cp.index == 5 and 0.02 < cp.p_value < 0.06  # 2/56, to the shuffles' error
     ss, df = segment_noise(xs, [cp])
     assert df == len(xs) - 2 and segments(len(xs), [cp]) == [(0, 5), (5, 8)]

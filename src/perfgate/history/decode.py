@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 _LISTS = ("images", "nodes")
@@ -28,7 +29,7 @@ _FLOATS = (
 )
 _POSITIVE = ("step_time_s", "rel_se", "tokens_per_s_per_gpu", "mfu", "baseline_s", "tolerance")
 _INTS = ("id", "session_id", "launch", "attempt", "n_steady")
-_TEXTS = ("row_id", "mode", "label", "started_at", "session_mode", "uid")
+_TEXTS = ("row_id", "mode", "label", "session_mode", "uid")
 _STAMPS = ("started_at", "recorded_at", "finished_at", "created_at")
 # ISO 8601 as perfgate writes it (both stores sort these as text; PostgreSQL's views cast them)
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d(T\d\d:\d\d(:\d\d(\.\d{1,6})?)?)?(Z|[+-]\d\d:\d\d)?")
@@ -47,45 +48,64 @@ def _json(value: Any, key: str) -> Any:
     return value
 
 
-def _field(key: str, value: Any) -> Any:
-    if key in _LISTS:
-        value = _json(value, key)
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise _Bad(f"{key} is not a list of names")
-        return value
-    if key == "versions":
-        value = _json(value, key)
-        if not isinstance(value, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-        ):
-            raise _Bad("versions is not a mapping of names to versions")
-        return value
-    if key == "steady":
-        if value not in (0, 1):  # True and False are 1 and 0
-            raise _Bad(f"steady is {value!r}, not 0 or 1")
-        return bool(value)
-    if value is None:
-        return None
-    if isinstance(value, str) and "\x00" in value:
+def _names(key: str, value: Any) -> list[str]:
+    value = _json(value, key)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _Bad(f"{key} is not a list of names")
+    if any("\x00" in v for v in value):
         raise _Bad(f"{key} holds a NUL character")
-    if key in _STAMPS and not _is_stamp(value):
-        raise _Bad(f"{key} is not an ISO 8601 time")
-    if key in _FLOATS:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise _Bad(f"{key} is not a number")
-        value = float(value)
-        if not math.isfinite(value) or (key in _POSITIVE and value < 0):
-            raise _Bad(f"{key} is {value!r}")
-        if key == "step_time_s" and value == 0:
-            raise _Bad("step_time_s is 0")
-        return value
-    if key in _INTS and (isinstance(value, bool) or not isinstance(value, int)):
-        raise _Bad(f"{key} is not an integer")
-    if key in _TEXTS and not isinstance(value, str):
-        raise _Bad(f"{key} is not text")
     return value
 
 
+def _versions(key: str, value: Any) -> dict[str, str]:
+    value = _json(value, key)
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise _Bad("versions is not a mapping of names to versions")
+    return value
+
+
+def _steady(key: str, value: Any) -> bool:
+    if value not in (0, 1):  # True and False are 1 and 0
+        raise _Bad(f"steady is {value!r}, not 0 or 1")
+    return bool(value)
+
+
+def _number(key: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _Bad(f"{key} is not a number")
+    value = float(value)
+    if not math.isfinite(value) or (key in _POSITIVE and value < 0):
+        raise _Bad(f"{key} is {value!r}")
+    if key == "step_time_s" and value == 0:
+        raise _Bad("step_time_s is 0")
+    return value
+
+
+def _integer(key: str, value: Any) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise _Bad(f"{key} is not an integer")
+    return value
+
+
+def _text(key: str, value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise _Bad(f"{key} is not text")
+    if value is not None and "\x00" in value:
+        raise _Bad(f"{key} holds a NUL character")
+    return value
+
+
+def _stamp(key: str, value: Any) -> str | None:
+    if value is not None and not _is_stamp(value):
+        raise _Bad(f"{key} is not an ISO 8601 time")
+    return value
+
+
+@lru_cache(maxsize=1 << 16)  # a session's start is read once per row of it
 def _is_stamp(value: Any) -> bool:
     if not isinstance(value, str) or not _STAMP.fullmatch(value):
         return False
@@ -96,13 +116,30 @@ def _is_stamp(value: Any) -> bool:
     return True
 
 
+_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    **dict.fromkeys(_LISTS, _names),
+    "versions": _versions,
+    "steady": _steady,
+    **dict.fromkeys(_FLOATS, _number),
+    **dict.fromkeys(_INTS, _integer),
+    **dict.fromkeys(_TEXTS, _text),
+    **dict.fromkeys(_STAMPS, _stamp),
+}
+
+
+def _other(key: str, value: Any) -> Any:
+    if isinstance(value, str) and "\x00" in value:
+        raise _Bad(f"{key} holds a NUL character")
+    return value
+
+
 def decode_row(
     raw: Mapping[str, Any], where: str, table: str, notes: list[str]
 ) -> dict[str, Any] | None:
     """One stored row as a plain dict (JSON decoded, steady a bool), or None with a note in
     notes when a field is not what perfgate writes."""
     try:
-        return {k: _field(k, v) for k, v in raw.items()}
+        return {k: _CHECKS.get(k, _other)(k, v) for k, v in raw.items()}
     except _Bad as e:
         note = f"{where}: {table} row {raw.get('id')!r} left out: {e}"
         if note not in notes:

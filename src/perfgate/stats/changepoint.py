@@ -34,7 +34,6 @@ always gives the same change points.
 
 from __future__ import annotations
 
-import cmath
 import hashlib
 import itertools
 import math
@@ -79,11 +78,11 @@ class ChangePoint:
 
 @dataclass(frozen=True)
 class _Segment:
-    """One segment's centred e^(i t x) per frequency, and what every scan of it shares."""
+    """One segment as every scan of it sees it: per frequency, the real and imaginary parts
+    of its points' centred e^(i t x), each times the square root of the frequency's weight."""
 
     start: int
-    waves: tuple[list[complex], ...]  # per frequency, the points' centred e^(i t x)
-    weights: tuple[float, ...]  # per frequency, its share of the energy integral
+    parts: tuple[list[float], ...]
     split_weights: tuple[float, ...]  # L / (m n) for m = MIN_SIZE .. L - MIN_SIZE
 
 
@@ -102,32 +101,30 @@ def _segment(xs: Sequence[float], a: int, b: int, min_size: int) -> _Segment | N
     scale = 1.4826 * statistics.median(abs(x - mid) for x in part) or statistics.pstdev(part)
     if not scale > 1e-12 * max(1.0, abs(mid)):
         return None
-    waves = []
+    parts = []
     for u in FREQUENCIES:
-        t = u / scale
-        w = [cmath.exp(1j * t * (x - mid)) for x in part]
-        mean = sum(w) / n
-        waves.append([z - mean for z in w])
-    weights = tuple(u**-EXPONENT for u in FREQUENCIES)
-    return _Segment(a, tuple(waves), weights, _split_weights(n, min_size))
+        t, root = u / scale, math.sqrt(u**-EXPONENT)
+        for wave in (math.cos, math.sin):
+            f = [root * wave(t * (x - mid)) for x in part]
+            mean = math.fsum(f) / n
+            parts.append([x - mean for x in f])
+    return _Segment(a, tuple(parts), _split_weights(n, min_size))
 
 
-def _q(waves: Sequence[Sequence[complex]], seg: _Segment, min_size: int) -> list[float]:
-    """Q of every split of one segment (waves: its points' centred waves, in some order)."""
-    n = len(waves[0])
-    total: list[float] | None = None
-    for wave, weight in zip(waves, seg.weights, strict=True):
-        sums = list(map(abs, list(accumulate(wave))[min_size - 1 : n - min_size]))
-        sq = map(operator.mul, sums, sums)
-        term = list(map(weight.__mul__, sq))
-        total = term if total is None else list(map(operator.add, total, term))
-    assert total is not None
-    return list(map(operator.mul, total, seg.split_weights))
+def _q(parts: Sequence[Sequence[float]], seg: _Segment, min_size: int) -> list[float]:
+    """Q of every split of one segment (parts: its points' centred waves, in some order):
+    per split, L / (m n) times the sum over the waves of the squared sum of the m before."""
+    lo, hi = min_size - 1, len(parts[0]) - min_size
+    squares = []
+    for f in parts:
+        sums = list(accumulate(f))[lo:hi]
+        squares.append(map(operator.mul, sums, sums))
+    return list(map(operator.mul, map(sum, zip(*squares, strict=True)), seg.split_weights))
 
 
 def _scan(seg: _Segment, min_size: int) -> tuple[int, float]:
     """(tau, Q) of the largest Q over the splits of one segment."""
-    qs = _q(seg.waves, seg, min_size)
+    qs = _q(seg.parts, seg, min_size)
     q = max(qs)
     return seg.start + qs.index(q) + min_size, q
 
@@ -196,10 +193,11 @@ def _largest(segs: Sequence[_Segment], min_size: int) -> tuple[int, float]:
 def _shuffled_max(segs: Sequence[_Segment], rng: random.Random, min_size: int) -> float:
     """The largest Q over the segments after shuffling each segment's points within it."""
     best = 0.0
+    rand = rng.random
     for s in segs:
-        order = rng.sample(range(len(s.waves[0])), len(s.waves[0]))
-        waves = [[w[i] for i in order] for w in s.waves]
-        best = max(best, max(_q(waves, s, min_size)))
+        keys = [rand() for _ in s.parts[0]]  # a uniform order: the points sorted by keys
+        pick = operator.itemgetter(*sorted(range(len(keys)), key=keys.__getitem__))
+        best = max(best, max(_q([pick(f) for f in s.parts], s, min_size)))
     return best
 
 
