@@ -200,6 +200,14 @@ def node_runs(d: Dialect) -> str:
     )
 
 
+def node_rows(d: Dialect) -> str:
+    """The node test's runs grouped by row (a store that adds them up row by row)."""
+    return d.sql(
+        "SELECT r.id, r.row_id, r.step_time_s, r.nodes, r.job_id FROM runs r "
+        f"JOIN sessions s ON s.id = r.session_id WHERE {_NODE_FILTER} ORDER BY r.row_id"
+    )
+
+
 def node_totals(d: Dialect) -> str:
     """Per node: runs, sum of mid-rank percentiles, of their variances, slow runs.
 
