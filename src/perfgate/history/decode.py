@@ -1,4 +1,5 @@
-"""A stored row -> the plain dict readers use: one door for both stores.
+"""A stored row -> the plain dict readers use: one door for both stores (decode_row, and
+decode_rows for a query's rows at once: the same checks, a column at a time).
 
 sqlite hands JSON columns over as text and flags as 0/1, PostgreSQL as decoded JSON and
 integers; both come through decode_row, which also checks what a reader relies on (a hostile
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -145,3 +146,84 @@ def decode_row(
         if note not in notes:
             notes.append(note)
         return None
+
+
+def _json_column(col: list[Any]) -> list[Any] | None:
+    try:
+        return [json.loads(v) if isinstance(v, str) else v for v in col]
+    except ValueError:
+        return None
+
+
+def _names_column(key: str, col: list[Any]) -> list[Any] | None:
+    vals = _json_column(col)
+    ok = vals is not None and all(
+        type(x) is list and all(type(n) is str and "\x00" not in n for n in x) for x in vals
+    )
+    return vals if ok else None
+
+
+def _versions_column(key: str, col: list[Any]) -> list[Any] | None:
+    vals = _json_column(col)
+    ok = vals is not None and all(
+        type(x) is dict and all(type(k) is str and type(v) is str for k, v in x.items())
+        for x in vals
+    )
+    return vals if ok else None
+
+
+def _steady_column(key: str, col: list[Any]) -> list[Any] | None:
+    return [v == 1 for v in col] if all(v == 0 or v == 1 for v in col) else None
+
+
+def _number_column(key: str, col: list[Any]) -> list[Any] | None:
+    # v - v == 0 only for finite floats; the rest (ints, NaN, inf, text) take the slow path
+    ok = all(v is None or (type(v) is float and v - v == 0) for v in col)
+    if ok and key in _POSITIVE:
+        ok = all(v is None or v >= 0 for v in col)
+    if ok and key == "step_time_s":
+        ok = all(v != 0 for v in col)
+    return col if ok else None
+
+
+def _integer_column(key: str, col: list[Any]) -> list[Any] | None:
+    return col if all(v is None or type(v) is int for v in col) else None
+
+
+def _text_column(key: str, col: list[Any]) -> list[Any] | None:
+    ok = all(v is None or (type(v) is str and "\x00" not in v) for v in col)
+    if ok and key in _STAMPS:
+        ok = all(v is None or _is_stamp(v) for v in col)
+    return col if ok else None
+
+
+def _other_column(key: str, col: list[Any]) -> list[Any] | None:
+    return col if all(type(v) is not str or "\x00" not in v for v in col) else None
+
+
+_COLUMNS: dict[str, Callable[[str, list[Any]], list[Any] | None]] = {
+    **dict.fromkeys(_LISTS, _names_column),
+    "versions": _versions_column,
+    "steady": _steady_column,
+    **dict.fromkeys(_FLOATS, _number_column),
+    **dict.fromkeys(_INTS, _integer_column),
+    **dict.fromkeys((*_TEXTS, *_STAMPS), _text_column),
+}
+
+
+def decode_rows(
+    raws: Sequence[Mapping[str, Any]], where: str, table: str, notes: list[str]
+) -> list[dict[str, Any]]:
+    """Many stored rows (one query's) through the door: each column checked at once, and
+    the rows one by one (decode_row, with its notes) only when a column has a bad value."""
+    rows = [dict(r) for r in raws]
+    if not rows:
+        return []
+    keys = list(rows[0])
+    columns = []
+    for key in keys:
+        col = _COLUMNS.get(key, _other_column)(key, [r[key] for r in rows])
+        if col is None:
+            return [d for r in rows if (d := decode_row(r, where, table, notes)) is not None]
+        columns.append(col)
+    return [dict(zip(keys, values, strict=True)) for values in zip(*columns, strict=True)]

@@ -15,7 +15,7 @@ from typing import Any
 
 from perfgate.errors import ConfigError
 from perfgate.history import sql
-from perfgate.history.decode import decode_row
+from perfgate.history.decode import decode_rows
 from perfgate.history.nodes import NodeRun, NodeTotal
 from perfgate.history.store import Dump, Run, Session, now, trend_points
 from perfgate.history.trend import Point
@@ -79,10 +79,7 @@ class SqlStore:
 
     def _query(self, query: str, params: tuple = (), table: str = "runs") -> list[dict[str, Any]]:
         """Rows of a read query, through the one door ([] without a history)."""
-        out = (
-            decode_row(dict(r), self.location, table, self.notes) for r in self._rows(query, params)
-        )
-        return [r for r in out if r is not None]
+        return decode_rows(self._rows(query, params), self.location, table, self.notes)
 
     def sessions(self) -> list[dict[str, Any]]:
         """Every session, oldest first, with finished_at and excluded (reason or None)."""

@@ -32,6 +32,7 @@ from perfgate.report import dashboard_html as html
 from perfgate.report.dashboard_views import ChangeView, RowView
 from perfgate.report.table import VERDICT_TONE
 from perfgate.report.trend import analyse
+from perfgate.stats.changepoint import ChangePoint
 
 NIGHTS = 30  # verdicts shown in a row's strip
 
@@ -57,8 +58,9 @@ def identity(row_id: str, catalog: Catalog | None) -> tuple[str, str, str, str]:
     return task, model, gpu, backend
 
 
-def _changes(runs: Sequence[dict[str, Any]]) -> list[ChangeView]:
-    idx, cps = analyse(runs)
+def _changes(
+    runs: Sequence[dict[str, Any]], idx: Sequence[int], cps: Sequence[ChangePoint]
+) -> list[ChangeView]:
     xs = [math.log(runs[i]["step_time_s"]) for i in idx]
     cuts = [0, *(c.index for c in cps), len(xs)]
     out = []
@@ -75,6 +77,7 @@ def _changes(runs: Sequence[dict[str, Any]]) -> list[ChangeView]:
             changed = {"image": (before["image"], after["image"]), **changed}
         out.append(
             ChangeView(
+                c.index,
                 after["started_at"],
                 after["session_id"],
                 after["image"],
@@ -115,7 +118,9 @@ def row_view(
     if steady:
         view.latest_s, view.latest_date = steady[-1]["step_time_s"], steady[-1]["started_at"]
     view.strip = _strip(runs, nights)
-    view.changes = _changes(runs)
+    idx, cps = analyse(runs)  # once a row: its page's plot and its summary share them
+    view.changes = _changes(runs, idx, cps)
+    view.trend = [(k, runs[i]["step_time_s"]) for k, i in enumerate(idx)]
     used = Counter(n for r in runs for n in set(r["nodes"]))
     view.nodes = [
         (n, k, n in flagged)

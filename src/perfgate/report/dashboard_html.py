@@ -12,8 +12,8 @@ from html import escape
 
 from perfgate.history.nodes import NodeFinding
 from perfgate.report.dashboard_views import RowView
+from perfgate.report.plot import Mark, Trace, step_time_svg
 from perfgate.report.table import VERDICT_TONE
-from perfgate.report.trend import trend_svg
 
 CSS = """
 body{font:13px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;margin:16px;
@@ -87,6 +87,29 @@ def _strip(view: RowView) -> str:
     return f'<div class="strip">{cells}</div>'
 
 
+def _plot(view: RowView) -> str:
+    """The row's trend as `perfgate history ROW --plot` draws it (report/plot.py), from the
+    change points the view already holds (the search is not run twice a row)."""
+    many = len(view.changes) > 1
+    marks = [
+        Mark(
+            c.index - 0.5,
+            f"change from {f'{c.date[:10]} {c.image or str()}'.strip()} (p {c.p_value:.3f})",
+            f"change point {n}" if many else "change point",
+            f"change point, p {c.p_value:.3f}",
+        )
+        for n, c in enumerate(view.changes, start=1)
+    ]
+    return step_time_svg(
+        [Trace("steady step time per run", view.trend, dots=True)],
+        f"{view.row_id}: history ({len(view.trend)} runs)",
+        baseline_s=view.baseline_s,
+        tolerance=view.tolerance,
+        x_label="run in the history (oldest first)",
+        marks=marks if len(view.trend) >= 2 else (),
+    )
+
+
 def _page(title: str, body: str, up: str = "") -> str:
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
@@ -150,7 +173,7 @@ def index_page(views: Sequence[RowView], findings: Sequence[NodeFinding], locati
 def row_page(view: RowView) -> str:
     """One row's page: trend, change points with what changed, nodes."""
     tol = view.tolerance
-    plot = trend_svg(view.row_id, view.runs, view.baseline_s, tol)
+    plot = _plot(view)
     meta = (
         f"{escape(view.task)} / {escape(view.model)} / {escape(view.gpu)} / "
         f"{escape(view.backend)}; {view.n_runs} runs; latest {_seconds(view.latest_s)}"

@@ -11,6 +11,7 @@ from typing import Any
 class ChangeView:
     """One change point of a row, with what changed between the runs either side of it."""
 
+    index: int  # its first run's position in the row's trend (the plot's x)
     date: str
     session_id: int
     image: str | None
@@ -39,6 +40,7 @@ class RowView:
     nodes: list[tuple[str, int, bool]] = field(default_factory=list)  # (node, runs, flagged)
     slow_nodes: list[str] = field(default_factory=list)  # flagged nodes of its last night
     runs: list[dict[str, Any]] = field(default_factory=list)  # for its page, then dropped
+    trend: list[tuple[int, float]] = field(default_factory=list)  # (x, step time) of its plot
 
     @property
     def delta(self) -> float | None:
