@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.history import pgviews, sql
+from perfgate.history.nodes import NodeTotal
 from perfgate.history.sqlstore import SqlStore
 from perfgate.history.store import SCHEMA_VERSION
 
@@ -203,12 +204,29 @@ class PostgresStore(SqlStore):
         with self._session(write=False):
             pass
 
-    def _rows(self, query: str, params: tuple = ()) -> list[dict[str, Any]]:
+    def _rows(
+        self, query: str, params: tuple = (), work_mem: str | None = None
+    ) -> list[dict[str, Any]]:
         with self._session(write=False) as con:
             if con is None:
                 return []
             with con.transaction():
+                if work_mem:  # for this transaction only: a sort that fits is not spilled
+                    con.execute(f"SET LOCAL work_mem = '{work_mem}'")
                 return con.execute(query, params or None).fetchall()
+
+    def node_totals(self, cluster: str | None = None) -> list[NodeTotal]:
+        """The node test's sums per node, added up by the server (no run leaves it)."""
+        return [
+            NodeTotal(
+                str(r["node"]),
+                int(r["runs"]),
+                float(r["sum_percentile"]),
+                float(r["sum_variance"]),
+                int(r["slow_runs"]),
+            )
+            for r in self._rows(sql.node_totals(), (cluster, cluster), work_mem="128MB")
+        ]
 
 
 def _first_line(e: BaseException) -> str:

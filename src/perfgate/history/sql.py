@@ -208,44 +208,30 @@ def node_rows(d: Dialect) -> str:
     )
 
 
-def node_totals(d: Dialect) -> str:
-    """Per node: runs, sum of mid-rank percentiles, of their variances, slow runs.
+def node_totals() -> str:
+    """PostgreSQL: per node, runs, sum of mid-rank percentiles, of their variances, slow runs.
 
     A run's percentile is (runs of its row faster + half of those as fast) / its row's runs,
-    over the runs with nodes; rows with one such run say nothing and are left out."""
-    # CASE, not AND: neither database promises to skip the length of what is not an array
-    if d.name == "sqlite":
-        has_nodes = (
-            "(CASE WHEN json_valid(r.nodes) THEN (CASE WHEN json_type(r.nodes) = 'array' "
-            "THEN json_array_length(r.nodes) ELSE 0 END) ELSE 0 END) > 0"
-        )
-        explode = "json_each(CASE WHEN json_valid(ranked.nodes) THEN ranked.nodes ELSE '[]' END) j"
-        node, is_text = "j.value", "j.type = 'text'"
-        slow = f"(u >= {SLOW_PERCENTILE})"
-    else:
-        has_nodes = (
-            "(CASE WHEN jsonb_typeof(r.nodes) = 'array' THEN jsonb_array_length(r.nodes) "
-            "ELSE 0 END) > 0"
-        )
-        explode = (
-            "jsonb_array_elements(CASE WHEN jsonb_typeof(ranked.nodes) = 'array' "
-            "THEN ranked.nodes ELSE '[]'::jsonb END) j"
-        )
-        node, is_text = "j #>> '{}'", "jsonb_typeof(j) = 'string'"
-        slow = f"(u >= {SLOW_PERCENTILE})::int"
-    return d.sql(
+    over the runs with nodes (rows with one such run say nothing and are left out), computed
+    with the same floating-point steps as perfgate.history.nodes; one window (one sort), and
+    each run's nodes made distinct on their own (no sort of every (run, node) pair). CASE,
+    not AND: the database need not skip the length of what is not an array."""
+    return POSTGRESQL.sql(
         "WITH ok AS (SELECT r.id, r.row_id, r.step_time_s, r.nodes FROM runs r "
-        f"JOIN sessions s ON s.id = r.session_id WHERE {_NODE_FILTER} AND {has_nodes}), "
-        "ranked AS (SELECT id, nodes, "
-        "(RANK() OVER (PARTITION BY row_id ORDER BY step_time_s) - 1 "
-        "+ COUNT(*) OVER (PARTITION BY row_id, step_time_s) / 2.0) "
-        "/ COUNT(*) OVER (PARTITION BY row_id) AS u, "
-        "COUNT(*) OVER (PARTITION BY row_id) AS n FROM ok), "
-        f"per_node AS (SELECT DISTINCT ranked.id, {node} AS node, u, n FROM ranked, {explode} "
-        f"WHERE n >= 2 AND {is_text}) "
+        f"JOIN sessions s ON s.id = r.session_id WHERE {_NODE_FILTER} AND (CASE WHEN "
+        "jsonb_typeof(r.nodes) = 'array' THEN jsonb_array_length(r.nodes) ELSE 0 END) > 0), "
+        "ranked AS (SELECT id, nodes, RANK() OVER w AS rk, CUME_DIST() OVER w AS cd, "
+        "COUNT(*) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n "
+        "FROM ok WINDOW w AS (PARTITION BY row_id ORDER BY step_time_s)), "
+        "per_run AS (SELECT id, nodes, CAST(n AS DOUBLE PRECISION) AS n, "
+        "((rk - 1) + (ROUND(cd * n) - (rk - 1)) / CAST(2 AS DOUBLE PRECISION)) / n AS u "
+        "FROM ranked WHERE n >= 2) "
         "SELECT node, COUNT(*) AS runs, SUM(u) AS sum_percentile, "
-        "SUM((n * n - 1.0) / (12.0 * n * n)) AS sum_variance, "
-        f"SUM({slow}) AS slow_runs FROM per_node GROUP BY node ORDER BY node"
+        "SUM((n * n - 1) / (12 * n * n)) AS sum_variance, "
+        f"SUM(CAST(u >= {SLOW_PERCENTILE} AS INTEGER)) AS slow_runs "
+        "FROM per_run, LATERAL (SELECT DISTINCT j #>> '{}' AS node "
+        "FROM jsonb_array_elements(per_run.nodes) j WHERE jsonb_typeof(j) = 'string') nodes "
+        "GROUP BY node ORDER BY node"
     )
 
 

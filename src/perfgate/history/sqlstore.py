@@ -108,17 +108,8 @@ class SqlStore:
         ]
 
     def node_totals(self, cluster: str | None = None) -> list[NodeTotal]:
-        """The node test's sums per node, added up by the database (no run leaves it)."""
-        return [
-            NodeTotal(
-                str(r["node"]),
-                int(r["runs"]),
-                float(r["sum_percentile"]),
-                float(r["sum_variance"]),
-                int(r["slow_runs"]),
-            )
-            for r in self._rows(sql.node_totals(self.dialect), (cluster, cluster))
-        ]
+        """The node test's sums per node (each store adds them up its own way)."""
+        raise NotImplementedError
 
     # --- export / import ----------------------------------------------------------------------
 
