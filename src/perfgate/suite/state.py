@@ -151,7 +151,7 @@ class PerfgateState:
         s = self.settings
         rows = [self.effective(r) for r in rows]
         self.session_rows, self.test_ids = rows, dict(test_ids or {})
-        if not self.is_worker and rows:
+        if not self.is_worker and rows and s.mode != "dry-run":  # a plan reads no history
             self.open_history()
         if s.mode == "replay":
             self.index = replay.ReplayIndex(s.replay, rows)  # type: ignore[arg-type]
