@@ -45,6 +45,8 @@ def test_an_unreachable_history_is_one_line_or_a_refusal(suite, pg_server):
     )
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     assert "--require-history: not starting" in refused.stderr.str()
+    planned = suite.run("--dry-run", *SEL, f"--history={url}", "--require-history")
+    assert planned.ret == 0 and "cannot connect" not in planned.stdout.str()  # reads none
 
 
 def test_a_password_in_the_url_is_refused_before_anything_runs(suite):
