@@ -149,6 +149,9 @@ def _sync(args: argparse.Namespace) -> int:
     folder = Path(args.where)
     if not (folder / spool.NAME).is_file():
         raise ConfigError(f"{folder}: no {spool.NAME} here (nothing was kept for the history)")
+    kept_for = spool.Spool(folder).kept_for()
+    if args.history is None and kept_for:  # the store the session was writing to
+        args.history = kept_for
     store = _store(args, must_exist=False)
     done = spool.replay(store, folder)
     print(

@@ -154,7 +154,7 @@ def test_rows_kept_until_the_end_are_written_by_history_sync(
         assert spool.Spool(rec.folder).pending() == 3  # the session, the row, its end
     finally:
         pg_server.start()
-    args = ["history", "sync", str(rec.folder), "--history", pg_url]
+    args = ["history", "sync", str(rec.folder)]  # the spool names its store
     assert perfgate_main(args) == 0
     assert "wrote 1 run(s)" in capsys.readouterr().out
     assert perfgate_main(args) == 0  # again: nothing written twice

@@ -36,14 +36,16 @@ def _run(d: dict[str, Any]) -> Run:
 class Spool:
     """One session folder's spool file."""
 
-    def __init__(self, folder: str | Path) -> None:
+    def __init__(self, folder: str | Path, history: str | None = None) -> None:
         self.path = Path(folder) / NAME
+        self.history = history  # the store it is kept for (its header says so)
 
     def _append(self, entry: dict[str, Any]) -> None:
         line = json.dumps(entry, sort_keys=True, allow_nan=False) + "\n"
         with open(self.path, "a", encoding="utf-8") as f:
             if f.tell() == 0:
-                f.write(json.dumps({"op": "spool", "version": VERSION}) + "\n")
+                head = {"op": "spool", "version": VERSION, "history": self.history}
+                f.write(json.dumps(head) + "\n")
             f.write(line)
             f.flush()
             os.fsync(f.fileno())
@@ -87,6 +89,14 @@ class Spool:
                 raise ConfigError(f"{self.path}: line {n}: {e}") from None
             out.append({**entry, "line": n})
         return out
+
+    def kept_for(self) -> str | None:
+        """The history the spool was kept for (its header), None if it does not say."""
+        for e in self.entries():
+            if e["op"] == "spool":
+                where = e.get("history")
+                return where if isinstance(where, str) else None
+        return None
 
     def pending(self) -> int:
         """How many entries no replay has written yet."""

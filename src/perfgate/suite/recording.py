@@ -220,7 +220,7 @@ class HistoryRecorder:
     def _start_spool(self, why: str | None) -> None:
         """From now on, writes go to the session folder's spool first."""
         assert self.session is not None
-        self.spool = Spool(self.folder or self.settings.results_dir)
+        self.spool = Spool(self.folder or self.settings.results_dir, self.location)
         self.spool.add_session(self.session)
         if why:
             self.announce(
