@@ -6,21 +6,22 @@ transaction per session), each at 1x and 10x:
 
     matrix   ROWS rows x NIGHTS nights, one run a row a night (1x: 1,000 x 365 = 365k runs;
              10x: 1,000 x 3,650), runs on 1-8 of 1,024 nodes (4 of them 3% slow), a new
-             container every 60 nights with its versions, 1 row in 20 stepping +-3% at some
-             container changes
+             container every 60 nights with its versions, 1 row in 20 stepping +-3-4% at
+             two nights
     long     10 rows x LONG nights (1x: 1,095; 10x: 10,950), 6 steps of 3-4% each
 
 Figures (each measured in a process of its own: wall, its CPU, its peak resident memory):
     verdict   one stepped row of `long`: its points read, tonight's run judged with them
               (change-point search included), as the suite does
-    night     every row of `matrix` judged once (slow nodes read once, then points and
-              verdict per row): the controller's CPU for a 1,000-row night
+    night     every row of `matrix` judged once, as a session's controller does: slow nodes
+              read once, then per row its points, its verdict, its runs for results.json
+              (the report's own trend plot is left out: issue #34 reuses the verdict's)
     nodes     the slow-node list of `matrix` (aggregated by the store)
     history   `perfgate history ROW` on the stepped row of `long` (a CLI process)
     dashboard `perfgate dashboard` on `matrix` (every row's page)
 
     python scripts/bench_history.py --store sqlite|postgresql://user@host/db [--scale 1|10]
-        [--dir DIR] [--keep] [--only verdict,night,...] [--json]
+        [--dir DIR] [--reuse] [--only verdict,night,...] [--json]
 
 With a PostgreSQL URL each history gets a database of its own (created and dropped; the
 URL names the database to connect to for that). The figures are in docs/history.md.
@@ -140,6 +141,7 @@ def measure(figure: str, where: str, row: str, out: str) -> dict[str, float]:
     from perfgate.catalog.rows import Baseline, Provenance, Row
     from perfgate.history import nodes as hnodes
     from perfgate.history.trend import off_slow_nodes
+    from perfgate.report.trend import trend_record
     from perfgate.stats import Noise, summarize_run
     from perfgate.verdicts import nightly
 
@@ -159,6 +161,7 @@ def measure(figure: str, where: str, row: str, out: str) -> dict[str, float]:
         slow = frozenset(f.node for f in hnodes.findings(store.node_totals("eos")) if f.flagged)
         for rid in store.row_ids():
             judge(rid, slow)
+            trend_record(store.runs(rid))  # the row's results.json trend (suite.state)
     elif figure == "nodes":
         found = hnodes.findings(store.node_totals("eos"))
         assert {f.node for f in found if f.flagged} >= SLOW, found[:6]
@@ -200,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scale", type=int, default=1, choices=(1, 10))
     p.add_argument("--dir", help="where sqlite files and the dashboard go (default: a temp dir)")
     p.add_argument("--only", default="verdict,night,nodes,history,dashboard")
+    p.add_argument("--reuse", action="store_true", help="sqlite: keep histories already in --dir")
     p.add_argument("--json", action="store_true")
     p.add_argument("--measure", nargs=4, help=argparse.SUPPRESS)  # FIGURE WHERE ROW OUT
     args = p.parse_args(argv)
@@ -221,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         if name == "matrix" and not {"night", "nodes", "dashboard"} & set(wanted):
             continue
         where[name] = _place(args.store, folder, f"{name}{args.scale}")
+        if args.reuse and Path(where[name]).exists():
+            continue
         t0 = time.perf_counter()
         n = fill(where[name], rows, nights, every, steps, seed=32)
         size = Path(where[name]).stat().st_size / 2**20 if kind == "sqlite" else None

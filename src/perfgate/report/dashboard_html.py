@@ -187,9 +187,12 @@ def row_page(view: RowView) -> str:
     changes = "".join(
         f"<tr><td>{escape(c.date[:19])}</td><td class='num'>{c.session_id}</td>"
         f"<td class='num'>{_pct(c.step)}</td><td class='num'>{c.p_value:.3f}</td><td>"
-        + "<br>".join(
-            f"{escape(k)}: {escape(str(a))} &rarr; {escape(str(b))}"
-            for k, (a, b) in c.changed.items()
+        + (
+            "<br>".join(
+                f"{escape(k)}: {escape(str(a))} &rarr; {escape(str(b))}"
+                for k, (a, b) in c.changed.items()
+            )
+            or "<span class='count'>no recorded image or version changed here</span>"
         )
         + "</td></tr>"
         for c in view.changes
