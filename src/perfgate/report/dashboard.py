@@ -160,7 +160,7 @@ def build(
     for n, row_id in enumerate(ids, start=1):
         view = row_view(row_id, store.runs(row_id), catalog, flagged, nights)
         (out / "rows" / view.page).write_text(html.row_page(view), encoding="utf-8")
-        view.runs = []  # a page's worth of runs per row is not kept for 1,000 rows
+        view.runs, view.trend = [], []  # a page's worth of data a row is not kept for all
         views.append(view)
         progress(n, len(ids))
     views.sort(key=_worst_first)
