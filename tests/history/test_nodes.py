@@ -71,12 +71,11 @@ def test_nodes_with_too_few_runs_are_not_tested() -> None:
     assert slow_nodes(runs, min_runs=3) == []
 
 
-def test_the_store_and_the_command_name_the_slow_node(tmp_path: Path, capsys) -> None:
-    path = tmp_path / "h.sqlite"
-    store = SqliteStore(path)
-    rng = random.Random(2)
-    history = cluster_history(rng, nights=5, slow={"n3": 0.05})
-    for night in range(5):
+def store_history(store, rng: random.Random, nights: int, slow: dict[str, float]) -> None:
+    """cluster_history written night by night into a store (each night one session), with
+    an INFRA run a night that is no speed measurement."""
+    history = cluster_history(rng, nights, slow)
+    for night in range(nights):
         sid = store.start_session(Session("live", started_at=f"2026-05-0{night + 1}T01:00:00Z"))
         tonight = [r for r in history if r.job_id.startswith(f"{night}-")]
         store.add_runs(
@@ -87,6 +86,12 @@ def test_the_store_and_the_command_name_the_slow_node(tmp_path: Path, capsys) ->
             ]
             + [Run("row0", "stored", "baseline", 2, False, cause="OOM", nodes=("n9",))],
         )
+
+
+def test_the_store_and_the_command_name_the_slow_node(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "h.sqlite"
+    store = SqliteStore(path)
+    store_history(store, random.Random(2), nights=5, slow={"n3": 0.05})
     assert len(store.node_runs()) == 60  # the INFRA run is not a speed measurement
     assert perfgate_main(["nodes", "--history", str(path)]) == 0
     out = capsys.readouterr().out

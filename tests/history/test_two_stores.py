@@ -20,7 +20,7 @@ from perfgate.history.sqlite import SqliteStore
 from perfgate.history.store import SCHEMA_VERSION, Run, Session
 from perfgate.history.stores import open_store
 
-from .test_nodes import cluster_history
+from .test_nodes import store_history
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -78,18 +78,7 @@ def test_the_same_semantics_on_both_stores(store) -> None:
 
 
 def test_the_node_sums_in_sql_are_the_runs_sums(store) -> None:
-    history = cluster_history(random.Random(3), nights=6, slow={"n5": 0.05})
-    for night in range(6):
-        sid = store.start_session(Session("live", started_at=f"2026-05-0{night + 1}T01:00:00Z"))
-        tonight = [r for r in history if r.job_id.startswith(f"{night}-")]
-        store.add_runs(
-            sid,
-            [
-                Run(r.row_id, "stored", "baseline", 1, True, r.step_time_s, nodes=r.nodes)
-                for r in tonight
-            ]
-            + [Run("row0", "stored", "baseline", 2, False, cause="OOM", nodes=("n9",))],
-        )
+    store_history(store, random.Random(3), nights=6, slow={"n5": 0.05})
     by_sql = {t.node: t for t in store.node_totals()}
     by_runs = {t.node: t for t in nodes.totals(store.node_runs())}
     assert by_sql.keys() == by_runs.keys() == {f"n{i}" for i in range(16)}
