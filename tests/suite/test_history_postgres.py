@@ -15,7 +15,7 @@ pytest_plugins = ["pytester"]
 
 @pytest.mark.postgres
 def test_a_replay_session_is_stored_in_postgresql(suite, pg_url):
-    suite.real_baselines()
+    suite.shipped_rows()
     logs = _logs(suite)
     result = suite.run(f"--replay={logs}", *SEL, f"--history={pg_url}", "--store-replay")
     store = open_store(pg_url)
@@ -30,7 +30,7 @@ def test_a_replay_session_is_stored_in_postgresql(suite, pg_url):
 
 @pytest.mark.postgres
 def test_an_unreachable_history_is_one_line_or_a_refusal(suite, pg_server):
-    suite.real_baselines()
+    suite.shipped_rows()
     logs = _logs(suite)
     url = pg_server.url("gone").replace(str(pg_server.port), "1")
     result = suite.run(f"--replay={logs}", *SEL, f"--history={url}", "--store-replay")
@@ -50,7 +50,7 @@ def test_an_unreachable_history_is_one_line_or_a_refusal(suite, pg_server):
 
 
 def test_a_password_in_the_url_is_refused_before_anything_runs(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     result = suite.run("--dry-run", *SEL, "--history=postgresql://pg:hunter2-pw@db/perf")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
