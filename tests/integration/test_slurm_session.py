@@ -124,9 +124,8 @@ def test_resume_resubmits_a_cancelled_job(slurm_cluster, fake_row, tmp_path, sac
     r = second.result(row.id)
     assert r.ok, r.diagnosis
     assert r.job_id != old
-    assert sorted(j["job_id"] for j in sacct_jobs(f"perfgate-{row.id}", expect=2)) == sorted(
-        [old, r.job_id], key=int
-    )
+    got = [j["job_id"] for j in sacct_jobs(f"perfgate-{row.id}", expect=2)]
+    assert sorted(got, key=int) == sorted([old, r.job_id], key=int)
 
 
 def test_concurrency_cap_and_poll(slurm_cluster, fake_row, tmp_path, sacct_jobs):

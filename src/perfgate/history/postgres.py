@@ -110,8 +110,13 @@ class PostgresStore(SqlStore):
 
     def _connection(self) -> psycopg.Connection:
         # psycopg (and libpq) load only here: the sqlite default must not need them.
-        import psycopg
-        from psycopg.rows import dict_row
+        try:
+            import psycopg
+            from psycopg.rows import dict_row
+        except ImportError:
+            raise PerfgateError(
+                f"{self._masked}: a PostgreSQL history needs psycopg: pip install 'perfgate[postgres]'"
+            ) from None
 
         if self._con is not None and not self._con.closed:
             return self._con
