@@ -16,6 +16,10 @@ The suite only inserts. Every write is one transaction under a file lock (<file>
 `filelock` package) with journal_mode=DELETE and synchronous=FULL, because the file often
 lives on a shared or network filesystem where sqlite's WAL mode and its own locks are not
 safe: a writer killed mid-transaction leaves the previous state, never half a row.
+
+Every row read back goes through perfgate.history.stored (typed records; a corrupt run is
+left out with one warning naming the file and its id), and a file that is not a perfgate
+history of this schema (another sqlite database, missing tables or columns) is one line.
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from perfgate import charset, notices
 from perfgate.errors import ConfigError, PerfgateError
+from perfgate.history import stored
 from perfgate.history.nodes import NodeRun
 from perfgate.history.trend import Point
 
@@ -87,6 +93,20 @@ CREATE TABLE exclusions (
     created_at TEXT NOT NULL
 );
 """
+
+
+# The columns every reader needs, by table: a file without them is not this schema.
+_COLUMNS = {
+    table: tuple(
+        line.split()[0]
+        for line in body.split("\n")
+        if line.strip() and not line.strip().startswith(("CREATE", ")"))
+    )
+    for table, body in (
+        (part.split("(", 1)[0].split()[-1], part.split("(", 1)[1])
+        for part in _DDL.split("CREATE TABLE")[1:]
+    )
+}
 
 
 def now() -> str:
@@ -173,7 +193,22 @@ class HistoryStore:
                 f"{self.path}: history schema version {version}; this perfgate reads "
                 f"{SCHEMA_VERSION} (upgrade perfgate, or point --history elsewhere)"
             )
+        self._check_tables(con)
         return True
+
+    def _check_tables(self, con: sqlite3.Connection) -> None:
+        """One line when a table or column of the schema is missing (another database)."""
+        try:
+            for table, columns in _COLUMNS.items():
+                found = {r[1] for r in con.execute(f"PRAGMA table_info({table})").fetchall()}
+                missing = [c for c in columns if c not in found]
+                if missing:
+                    what = f"no table {table}" if not found else f"table {table} lacks {missing[0]}"
+                    raise ConfigError(
+                        f"{self.path}: not a perfgate history of schema {SCHEMA_VERSION} ({what})"
+                    )
+        except sqlite3.Error as e:
+            raise ConfigError(f"{self.path}: not a perfgate history database ({e})") from None
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -289,89 +324,59 @@ class HistoryStore:
 
     # --- reads --------------------------------------------------------------------------------
 
-    def _query(self, sql: str, params: tuple = ()) -> list[dict[str, Any]]:
-        """Rows of a read query as dicts, JSON columns decoded ([] without a history)."""
-        with self._read() as con:
-            rows = [] if con is None else con.execute(sql, params).fetchall()
-        out = []
-        for r in rows:
-            d = dict(r)
-            for key in ("images", "nodes", "versions"):
-                if key in d:
-                    d[key] = json.loads(d[key])
-            if "steady" in d:
-                d["steady"] = bool(d["steady"])
-            out.append(d)
-        return out
+    def _query(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
+        """Rows of a read query ([] without a history); a database error is one line."""
+        try:
+            with self._read() as con:
+                return [] if con is None else con.execute(sql, params).fetchall()
+        except sqlite3.Error as e:
+            raise ConfigError(f"{self.path}: not a readable perfgate history ({e})") from None
+
+    _RUNS = (
+        "SELECT r.*, s.started_at, s.mode AS session_mode, s.cluster, s.host, "
+        "(SELECT reason FROM exclusions x WHERE x.session_id = s.id ORDER BY x.rowid "
+        "DESC LIMIT 1) AS excluded FROM runs r JOIN sessions s ON s.id = r.session_id "
+    )
+
+    def _runs(self, where: str = "", params: tuple = ()) -> list[stored.StoredRun]:
+        rows = self._query(f"{self._RUNS}{where} ORDER BY s.started_at, s.id, r.launch", params)
+        return stored.read_runs(rows, str(self.path))
 
     def sessions(self) -> list[dict[str, Any]]:
         """Every session, oldest first, with finished_at and excluded (reason or None)."""
-        return self._query(
+        rows = self._query(
             "SELECT s.*, (SELECT MAX(finished_at) FROM session_ends e WHERE "
             "e.session_id = s.id) AS finished_at, (SELECT reason FROM exclusions x WHERE "
             "x.session_id = s.id ORDER BY x.rowid DESC LIMIT 1) AS excluded FROM sessions s "
             "ORDER BY s.started_at, s.id"
         )
+        return [s.to_dict() for s in stored.read_sessions(rows, str(self.path))]
 
     def runs(self, row_id: str) -> list[dict[str, Any]]:
         """Every stored run of a row with its session's fields, oldest first."""
-        return self._query(
-            "SELECT r.*, s.started_at, s.mode AS session_mode, s.cluster, s.host, "
-            "(SELECT reason FROM exclusions x WHERE x.session_id = s.id ORDER BY x.rowid "
-            "DESC LIMIT 1) AS excluded FROM runs r JOIN sessions s ON s.id = r.session_id "
-            "WHERE r.row_id = ? ORDER BY s.started_at, s.id, r.launch",
-            (row_id,),
-        )
+        return [r.to_dict() for r in self._runs("WHERE r.row_id = ?", (row_id,))]
 
     def row_ids(self) -> list[str]:
-        """Every row id with a stored run."""
-        return [r["row_id"] for r in self._query("SELECT DISTINCT row_id FROM runs ORDER BY 1")]
+        """Every row id with a stored run (an id that is not one is left out, with a warning)."""
+        found = [r[0] for r in self._query("SELECT DISTINCT row_id FROM runs ORDER BY 1")]
+        good = [r for r in found if isinstance(r, str) and charset.NAME.fullmatch(r)]
+        if len(good) < len(found):
+            bad = next(r for r in found if r not in good)
+            notices.warn(
+                f"{self.path}: {len(found) - len(good)} row id(s) left out, e.g. "
+                f"{charset.shown(bad, 40)}: not a row id"
+            )
+        return good
 
     def node_runs(self, cluster: str | None = None) -> list[NodeRun]:
         """Every steady, undiagnosed run with its nodes, in sessions not forgotten (A/B and
         repeat runs too: a slow node slows any launch), for perfgate.history.nodes."""
-        rows = self._query(
-            "SELECT r.row_id, r.step_time_s, r.nodes, r.job_id, r.steady, r.cause, s.cluster, "
-            "(SELECT reason FROM exclusions x WHERE x.session_id = s.id ORDER BY x.rowid "
-            "DESC LIMIT 1) AS excluded FROM runs r JOIN sessions s ON s.id = r.session_id "
-            "WHERE r.steady = 1 AND r.cause IS NULL AND r.step_time_s IS NOT NULL "
-            "ORDER BY s.started_at, s.id, r.launch"
+        return stored.node_runs(
+            self._runs("WHERE r.steady = 1 AND r.cause IS NULL AND r.step_time_s IS NOT NULL"),
+            cluster,
         )
-        return [
-            NodeRun(r["row_id"], r["step_time_s"], tuple(r["nodes"]), r["job_id"])
-            for r in rows
-            if r["nodes"]
-            and r["excluded"] is None
-            and (cluster is None or r["cluster"] in (None, cluster))
-        ]
 
     def points(self, row_id: str, cluster: str | None = None) -> list[Point]:
-        """The row's trend: steady, undiagnosed runs of single-image sessions not forgotten.
-
-        A/B sessions are kept but not part of the trend (two images in one job), nor is a run
-        judged UNCONFIRMED (a confirmation on other nodes did not reproduce its slowdown: its
-        nodes, not the row, were slow; the confirmation run stands for the night). cluster,
-        when given, keeps runs of that Slurm cluster (and those with none recorded).
-        """
-        return [
-            Point(
-                session_id=r["session_id"],
-                started_at=r["started_at"],
-                step_time_s=r["step_time_s"],
-                rel_se=r["rel_se"],
-                job_id=r["job_id"],
-                container=r["image"],
-                versions=r["versions"],
-                verdict=r["verdict"],
-                label=r["label"],
-                nodes=tuple(r["nodes"] or ()),
-            )
-            for r in self.runs(row_id)
-            if r["steady"]
-            and r["step_time_s"]
-            and r["cause"] is None
-            and r["excluded"] is None
-            and r["verdict"] != "UNCONFIRMED"
-            and r["mode"] in ("stored", "repeat")
-            and (cluster is None or r["cluster"] in (None, cluster))
-        ]
+        """The row's trend: steady, undiagnosed runs of single-image sessions not forgotten
+        (perfgate.history.stored.trend_points says which)."""
+        return stored.trend_points(self._runs("WHERE r.row_id = ?", (row_id,)), cluster)
