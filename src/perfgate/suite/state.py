@@ -22,7 +22,7 @@ import pytest
 
 from perfgate import catalog, launch, verdicts
 from perfgate.catalog import Row
-from perfgate.charset import printable
+from perfgate.charset import for_terminal
 from perfgate.errors import PerfgateError
 from perfgate.report import dryrun, sessionfiles, signoff, table, trend
 from perfgate.report.environment import environment
@@ -361,12 +361,15 @@ class PerfgateState:
         if self.is_worker:
             return
         self.recorder.finish()
-        if self.settings.update_baselines:
-            self.update_baselines()
-        if self.results is not None:
-            self.results.finish(environment(self.record_list(), self.session_info()), metadata)
-            if self.settings.mode == "dry-run":
-                sessionfiles.prune_dry_runs(self.settings.results_dir)
+        try:
+            if self.settings.update_baselines:
+                self.update_baselines()
+        finally:  # whatever the update did, results.json ends finished
+            if self.results is not None:
+                info = self.session_info()
+                self.results.finish(environment(self.record_list(), info), metadata)
+                if self.settings.mode == "dry-run":
+                    sessionfiles.prune_dry_runs(self.settings.results_dir)
 
     def write_summary(self, tr: Any, verbosity: int) -> None:
         """The perfgate section of the terminal summary (tr: pytest's terminal reporter)."""
@@ -378,7 +381,7 @@ class PerfgateState:
             )
         else:
             for line in signoff.terminal_lines(recs, self.report_session()):
-                tr.write_line(printable(line))
+                tr.write_line(for_terminal(line))
         if self.results is not None:
             pointer = self.results.pointer
             latest = f" (latest: {pointer})" if pointer is not None else ""
