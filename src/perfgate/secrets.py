@@ -69,6 +69,9 @@ _WORDS = frozenset(
      "PRIVATEKEY", "ACCESSKEY", "AUTHKEY", "AUTHTOKEN", "ACCESSTOKEN", "APITOKEN",
      "SESSIONTOKEN", "REFRESHTOKEN"}
 )  # fmt: skip
+# Words that name a credential only beside another word (DB_PASS, NGC_KEY): alone they are
+# a verdict, a dictionary key or a flag.
+_ALONE_INNOCENT = frozenset({"KEY", "PASS", "PW", "AUTH", "COOKIE", "SIGNATURE"})
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 MASK = "***"
 
@@ -113,7 +116,9 @@ def secret_name(name: str) -> bool:
     upper = name.upper()
     if any(s in upper for s in _SUBSTRINGS):
         return not is_knob(name.lstrip("-"))
-    words = (w.upper() for part in re.split(r"[^A-Za-z0-9]+", name) for w in _WORD.findall(part))
+    words = [w.upper() for part in re.split(r"[^A-Za-z0-9]+", name) for w in _WORD.findall(part)]
+    if len(words) == 1 and words[0] in _ALONE_INNOCENT:  # `PASS: 3 rows`, `key: model.x`
+        return False
     return any(w in _WORDS for w in words) and not is_knob(name.lstrip("-"))
 
 

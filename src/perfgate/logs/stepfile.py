@@ -92,7 +92,7 @@ def read(path: str | os.PathLike[str]) -> StepRecord:
         )
     data.pop("schema")
     nodes = data.pop("nodes", [])
-    steps = data.get("steps")
+    steps = data.get("steps", [])
     data["steps"] = []  # checked below, by the fast loop
     try:
         typedjson.check(data, StepRecord, finite=False)

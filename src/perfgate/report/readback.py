@@ -77,8 +77,8 @@ def _header(data: Any, path: Path) -> dict[str, Any]:
         )
     try:
         typedjson.check_depth(data)
-        typedjson.check(data.get("session") or {}, SessionRecord, "session")
-        typedjson.check(data.get("environment") or {}, dict[str, Any], "environment")
+        typedjson.check(data.get("session", {}), SessionRecord, "session")
+        typedjson.check(data.get("environment", {}), dict[str, Any], "environment")
         if not isinstance(data.get("rows"), dict):
             raise typedjson.Mismatch("rows", "an object keyed by row id", data.get("rows"))
     except typedjson.Mismatch as e:
