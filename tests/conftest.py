@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from refdata import REFERENCE, SEEDS
@@ -18,3 +20,39 @@ def reference() -> Path:
 def seeds() -> Path:
     """tests/data/reference/seeds: the excerpts of the seed documents the tests read."""
     return SEEDS
+
+
+@pytest.fixture(autouse=True)
+def _sessions_run_as_a_users_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under -n, xdist's worker variables would leak into the pytest sessions tests start
+    (pytester, subprocesses) and make them act as xdist workers (pytest-benchmark then turns
+    itself off): each test's own sessions must run as a user's plain session does."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
+# --- parallel runs (pytest tests -n auto) -----------------------------------------------------
+# Tests share costly things with the rest of their module (a module-scoped fixture: one A/B
+# session, one sweep on the cluster) and with their kind (the local Slurm cluster, a contract
+# venv: one per worker that runs such a module). So a module runs whole on one worker, modules
+# handed out as workers free up (xdist's loadfile), unless the user names another --dist.
+# (xdist_group/loadgroup would be finer, but xdist 3.8 tags the group onto Item._nodeid,
+# which pytest 9.2 no longer reports: its groups are silently ignored.)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """-n without --dist: whole modules per worker."""
+    if any(a.startswith("--dist") for a in config.invocation_params.args):
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    return LoadFileScheduling(config, log)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """-n auto: one worker per core plus one (many tests wait on subprocesses), at least 2."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    return max(2, len(os.sched_getaffinity(0)) + 1)

@@ -2,7 +2,8 @@
 
 records() judges made-up runs with the real verdict code and turns them into results.json
 records with the real writer: a one-run REGRESSION confirmed on other nodes (its straggler
-report, phases against stored phases, the history's step and trend), an A/B pair set with
+report, phases against stored phases, the history's step and its trend; a trend in the list
+form of earlier results.json files), an A/B pair set with
 phases, an INFRA job with its diagnosis and redacted tail, a long run (decimated steps and
 its summary), NO_BASELINE, a dry-run plan and a skipped row. write() stores them as a
 finished session (environment and metadata included): the input of the readers' fuzz
@@ -25,7 +26,7 @@ from perfgate.launch import planning
 from perfgate.launch.types import LaunchOptions
 from perfgate.logs import Step, StepSeries
 from perfgate.logs.phases import PhaseSeries
-from perfgate.report import results, sessionfiles, trend
+from perfgate.report import results, sessionfiles
 from perfgate.runs import Diagnosis, RunRecord, RunResult
 from perfgate.verdicts.confirm import combine
 from perfgate.verdicts.paired import evaluate_ab
@@ -87,6 +88,7 @@ def _history() -> list[Point]:
 
 
 def _trend_runs(points: list[Point]) -> list[dict[str, Any]]:
+    """A trend as a list of stored runs: what results.json kept before change points were."""
     return [
         {"session_id": p.session_id, "started_at": p.started_at, "step_time_s": p.step_time_s,
          "job_id": p.job_id, "image": p.container, "verdict": p.verdict, "label": p.label,
@@ -110,7 +112,7 @@ def records() -> list[dict[str, Any]]:
     ev2 = verdicts.evaluate(row, rerun, source="live", history=hist)
     ev = combine(ev1, [ev2], excluded=["n7", "n8"])
     rec = _record(ev, row)
-    rec["trend"] = trend.trend_record(_trend_runs(hist))
+    assert rec["trend"]["change_points"], rec["trend"]  # the verdict's own, with the step
     rec["duration_s"] = 12.5
     out.append(rec)
     # an A/B gate: three pairs AB BA AB, the candidate 8% slower
@@ -131,7 +133,9 @@ def records() -> list[dict[str, Any]]:
     row = _row("long")
     long_run = _run(1.0, n=results.MAX_STORED_STEPS + 50)
     res = RunResult(row.id, "105", "COMPLETED", runs=(long_run,), nodes=("n3",))
-    out.append(_record(verdicts.evaluate(row, res, source="replay"), row, "replay"))
+    rec = _record(verdicts.evaluate(row, res, source="replay"), row, "replay")
+    rec["trend"] = _trend_runs(_history())  # the form results.json had before change points
+    out.append(rec)
     # no baseline
     row = _row("new", step_s=None)
     res = RunResult(row.id, "106", "COMPLETED", runs=(_run(1.0),), nodes=("n4",))

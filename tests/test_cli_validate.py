@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from perfgate import cli
+from perfgate.catalog.provenance import SHIPPED_DIR
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _rows(gpu: str) -> list[dict]:
-    return copy.deepcopy(json.loads((REPO / "baselines" / f"{gpu}.json").read_text()))
+    return copy.deepcopy(json.loads((SHIPPED_DIR / f"{gpu}.json").read_text()))
 
 
 def _first(rows: list[dict], backend: str) -> dict:
@@ -55,5 +56,5 @@ def test_a_rows_bad_override_path_fails_validation_as_the_dry_run(
 
 
 def test_the_stored_catalog_validates_with_its_override_paths(capsys):
-    assert cli.main(["validate", str(REPO / "baselines"), "--json"]) == 0
+    assert cli.main(["validate", str(SHIPPED_DIR), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["total"] == 147

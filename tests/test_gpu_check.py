@@ -33,6 +33,7 @@ from gpucheck.prepare import (
 )
 
 from perfgate import catalog, models
+from perfgate.catalog.provenance import SHIPPED_DIR
 from perfgate.catalog.rows import Row
 from perfgate.logs import stepfile
 from perfgate.stats import summarize_run
@@ -54,7 +55,7 @@ ROW = "pretrain-llama32_1b-h100-bf16-1gpu-tp1-megatron_core"
 
 
 def row() -> Row:
-    return catalog.load_catalog(REPO / "baselines").get(ROW)
+    return catalog.load_catalog(SHIPPED_DIR).get(ROW)
 
 
 # --- the wheels and the refusals ---------------------------------------------------------------
@@ -252,7 +253,7 @@ H200_COUNTED = {
 
 
 def test_a_fused_attention_backward_is_explained_by_its_recomputed_scores():
-    s = settings_for(catalog.load_catalog(REPO / "baselines").get(ROW.replace("h100", "h200")))
+    s = settings_for(catalog.load_catalog(SHIPPED_DIR).get(ROW.replace("h100", "h200")))
     measured = {
         "flops_a": {
             "step": {"total": H200_COUNTED["a_step"], "by_op": H200_COUNTED["by_op"]},

@@ -1,8 +1,11 @@
-"""`perfgate validate`: check baselines files as the suite does before it runs a row.
+"""`perfgate validate` and `perfgate fmt`: the baselines files as data.
 
-Each row is loaded and validated (fields, values, layout, ids), and its own recipe overrides
-are checked by its backend exactly as a dry run checks them (perfgate.workload.validate), so
-a file that validates is one the suite can plan.
+validate: each row is loaded and validated (fields, values, layout, ids), and its own recipe
+overrides are checked by its backend exactly as a dry run checks them
+(perfgate.workload.validate), so a file that validates is one the suite can plan;
+`--provenance` also holds the folder against the rows perfgate ships
+(perfgate.catalog.provenance). fmt: rewrite files in the canonical form --update-baselines
+writes, so a hand edit or a plain JSON dump leaves no noise in the next diff.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ import argparse
 import json
 from pathlib import Path
 
-from perfgate.catalog import Row, load_catalog, load_file
+from perfgate.catalog import Row, load_catalog, load_file, provenance
+from perfgate.catalog.store import format_file
 from perfgate.errors import ConfigError
 from perfgate.report import format as fmt
 from perfgate.workload import validate
@@ -33,8 +37,39 @@ def add_command(sub: argparse._SubParsersAction) -> None:
         metavar="PATH",
         help="folder of <gpu>.json files, or one such file (default: baselines)",
     )
+    p.add_argument(
+        "--provenance",
+        action="store_true",
+        help="also hold each folder against the rows perfgate ships: every shipped row "
+        "present with its configuration unchanged, its baseline the shipped one or one "
+        "perfgate measured here (a site that drops shipped rows drops this check)",
+    )
+    p.add_argument(
+        "--exact",
+        action="store_true",
+        help="with --provenance: the folder must be the shipped rows themselves (no own "
+        "rows, no re-measured baselines): perfgate's own CI",
+    )
     p.add_argument("--json", action="store_true", help="print the row counts as JSON")
     p.set_defaults(func=run)
+
+    f = sub.add_parser(
+        "fmt",
+        help="rewrite baselines files in their canonical form (what --update-baselines writes)",
+        description="Load, validate and rewrite baselines files in the one canonical form: "
+        "a JSON list, 2-space indent, keys in the schema's order with defaults left out, "
+        "non-ASCII kept, one final newline. Atomic and locked like --update-baselines.",
+    )
+    f.add_argument(
+        "paths", nargs="*", default=["baselines"], metavar="PATH",
+        help="folder of <gpu>.json files, or one such file (default: baselines)",
+    )  # fmt: skip
+    f.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; list the files not in canonical form and exit 1 if any",
+    )
+    f.set_defaults(func=run_fmt)
 
 
 def check_rows(rows: list[Row], file_of: dict[str, str]) -> None:
@@ -49,9 +84,46 @@ def check_rows(rows: list[Row], file_of: dict[str, str]) -> None:
             raise ConfigError(f"{file_of[row.id]}: {e}") from None
 
 
+def _files(path: str) -> list[Path]:
+    if path.endswith(".json"):
+        return [Path(path)]
+    cat = load_catalog(path)  # validates the folder: names, ids unique across files
+    return sorted(set(cat.files.values()))
+
+
+def run_fmt(args: argparse.Namespace) -> int:
+    """Rewrite (or, with --check, list) the files that are not in canonical form."""
+    changed = [
+        f for path in args.paths for f in _files(path) if format_file(f, write=not args.check)
+    ]
+    verb = "not canonical" if args.check else "rewritten"
+    for f in changed:
+        print(f"{f}: {verb}")
+    if not changed:
+        print("every file is in canonical form")
+    return 1 if args.check and changed else 0
+
+
+def _provenance(path: str, exact: bool) -> dict:
+    report = provenance.check_folder(path, exact=exact)
+    if not report.ok:
+        more = len(report.problems) - 1
+        tail = f" (and {more} more: every problem with --json)" if more else ""
+        raise ConfigError(report.problems[0] + tail)
+    return {
+        "shipped rows": report.shipped,
+        "unchanged": report.unchanged,
+        "re-measured here": len(report.remeasured),
+        "own rows": len(report.own),
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     """Validate each path; print the rows per path and their total."""
+    if args.exact and not args.provenance:
+        raise ConfigError("--exact is a mode of --provenance: give both")
     counts = {}
+    checked = {}
     for path in args.paths:
         if path.endswith(".json"):
             rows = load_file(path)
@@ -61,7 +133,13 @@ def run(args: argparse.Namespace) -> int:
             file_of = {r.id: str(Path(path) / f"{r.gpu}.json") for r in rows}
         check_rows(rows, file_of)
         counts[path] = len(rows)
+        if args.provenance:
+            if path.endswith(".json"):
+                raise ConfigError(f"{path}: --provenance checks a folder, not one file")
+            checked[path] = _provenance(path, args.exact)
     data = {"rows": counts, "total": sum(counts.values())}
+    if args.provenance:
+        data["provenance"] = checked
     if args.json:
         print(json.dumps(data, indent=2))
     else:

@@ -179,7 +179,9 @@ class RowRecord(_RowRecordKeys, total=False):
 
     duration_s: Annotated[float, non_negative]  # the test's setup (waiting) and call time
     error: str  # a failure that is not the verdict's own message
-    trend: list[TrendRun] | None  # the row's history trend, tonight included
+    # the row's history trend, tonight included: points and change points as the session
+    # searched them once (verdicts.nightly.trend_record); a list of stored runs before that
+    trend: TrendRecord | list[TrendRun] | None
     phases: RowPhasesRecord | None  # one-run modes: each phase vs the baseline's phases_s
 
 
@@ -316,8 +318,37 @@ class ConfirmationRecord(TypedDict):
     note: str | None
 
 
+class TrendPoint(TypedDict, total=False):
+    """One point of a row's trend (verdicts.nightly.TREND_FIELDS; tonight's runs have no
+    session yet)."""
+
+    session_id: int | None
+    started_at: str | None
+    job_id: str | None
+    image: str | None
+    step_time_s: Seconds | None
+    verdict: str | None
+    label: str | None
+    tonight: bool
+
+
+class TrendChangePoint(TypedDict):
+    """A change point the session's search found: the index of the first point after it."""
+
+    index: Count
+    p_value: float
+
+
+class TrendRecord(TypedDict):
+    """A row's trend as the session searched it (verdicts.nightly.trend_record)."""
+
+    points: list[TrendPoint]
+    change_points: list[TrendChangePoint]
+
+
 class TrendRun(TypedDict):
-    """One stored run of the row's trend (report.trend.TREND_FIELDS)."""
+    """One stored run of a row's trend, as results.json kept it before the change points
+    were (report.trend's old TREND_FIELDS)."""
 
     session_id: int
     started_at: str

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import catalog
+from perfgate import catalog, hardware
 from perfgate.catalog import Baseline, Provenance
+from perfgate.catalog.provenance import SHIPPED_DIR
 from perfgate.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
-BASELINES = REPO / "baselines"
+BASELINES = SHIPPED_DIR
 
 GOOD = {
     "id": "pretrain-llama3_70b-b200-fp8ds-64gpu-tp2pp4cp2vp5",
@@ -94,10 +95,13 @@ BAD = [
     (_row(tp="2"), "field 'tp': must be an integer, not '2'"),
     (_row(fsdp="yes"), "field 'fsdp': must be true or false, not 'yes'"),
     (_row(num_gpus=True), "field 'num_gpus': must be an integer, not True"),
-    (_row(gpu="a100"), "field 'gpu': unknown gpu 'a100'; known: h100, h200, b200"),
+    (_row(gpu="nogpu"), f"field 'gpu': unknown gpu 'nogpu'; known: {', '.join(hardware.GPUS)}"),
     (_row(model="llama3_7b"), "field 'model': unknown value 'llama3_7b'; known: deepseek_v3"),
     (_row(task="dpo"), "field 'task': unknown value 'dpo'; known: pretrain, sft, lora"),
-    (_row(backend="vllm"), "field 'backend': unknown value 'vllm'; known: nemo2"),
+    (
+        _row(backend="vllm"),
+        f"field 'backend': unknown value 'vllm'; known: {', '.join(catalog.BACKENDS)}",
+    ),
     (_row(fp8_recipe=...), "field 'fp8_recipe': is required for precision 'fp8', not None"),
     (_row(fp8_recipe="tensorwise"), "field 'fp8_recipe': unknown value 'tensorwise'"),
     (
@@ -297,9 +301,9 @@ def test_load_file_errors(tmp_path):
 def test_load_catalog_errors(tmp_path):
     with pytest.raises(ConfigError, match="baselines folder not found"):
         catalog.load_catalog(tmp_path / "nowhere")
-    (tmp_path / "a100.json").write_text("[]")
+    (tmp_path / "nogpu.json").write_text("[]")
     with pytest.raises(
-        ConfigError, match=r"a100\.json: not a baselines file name; expected one of"
+        ConfigError, match=r"nogpu\.json: not a baselines file name; expected one of"
     ):
         catalog.load_catalog(tmp_path)
 
@@ -317,14 +321,10 @@ def test_catalog_lookups():
     assert len(cat.select(gpu="gb300")) == 20 and len(cat.select(gpu="b300")) == 8
     assert {r.num_gpus for r in cat.select(gpu="b200", num_gpus="8,32-64")} == {8, 32, 64}
     assert all(r.backend == "automodel" for r in cat.select(backend="automodel"))
-    # file order: h100, h200, b200, b300, gb200, gb300
+    # files in the order of hardware.GPUS
     assert [r.gpu for r in cat.rows] == sorted(
-        (r.gpu for r in cat.rows), key=list(cat_order()).index
+        (r.gpu for r in cat.rows), key=list(hardware.GPUS).index
     )
-
-
-def cat_order():
-    return ("h100", "h200", "b200", "b300", "gb200", "gb300")
 
 
 @pytest.mark.parametrize(

@@ -1,14 +1,13 @@
-"""Every seed configuration is a row of baselines/*.json, parallelism exactly as written."""
+"""Every seed configuration is a shipped row (perfgate/catalog/shipped), parallelism as written."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
 from perfgate import catalog, flops
+from perfgate.catalog.provenance import SHIPPED_DIR
 
-BASELINES = Path(__file__).resolve().parents[2] / "baselines"
+BASELINES = SHIPPED_DIR
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from testutil import REPO
 
 from perfgate import catalog
 from perfgate.catalog import Baseline, Provenance
+from perfgate.catalog.provenance import SHIPPED_DIR
 from perfgate.errors import ConfigError
 
-BASELINES = Path(__file__).resolve().parents[2] / "baselines"
+BASELINES = SHIPPED_DIR
 
 
 @pytest.fixture
@@ -125,6 +127,7 @@ _KILLED_WRITER = """
 import os, sys
 from perfgate import atomic, catalog
 from perfgate.catalog import Baseline, Provenance
+from perfgate.catalog.provenance import SHIPPED_DIR
 def killed(src, dst):  # kill -9 between the temp file's write and its rename
     os.kill(os.getpid(), 9)
 os.replace = killed
@@ -138,7 +141,7 @@ def _git_ignores(path: str) -> bool:
     repository (the tests also run from a copy of the tree that has no .git)."""
     with tempfile.TemporaryDirectory() as scratch:
         subprocess.run(["git", "init", "-q", scratch], check=True)
-        shutil.copy(BASELINES.parent / ".gitignore", Path(scratch) / ".gitignore")
+        shutil.copy(REPO / ".gitignore", Path(scratch) / ".gitignore")
         asked = subprocess.run(["git", "check-ignore", "-q", path], cwd=scratch, check=False)
     assert asked.returncode in (0, 1), f"git check-ignore failed ({asked.returncode})"
     return asked.returncode == 0

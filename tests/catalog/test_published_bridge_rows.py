@@ -10,13 +10,13 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from perfgate import catalog, flops, hardware, models
+from perfgate.catalog.provenance import SHIPPED_DIR
 
-BASELINES = Path(__file__).resolve().parents[2] / "baselines"
+BASELINES = SHIPPED_DIR
 PUBLISHED = "published: Megatron-Bridge performance summary, "
 # Containers whose Bridge counts FLOPs with flop_utils >= v0.5.0 (sliding windows counted).
 BRIDGE_COUNT = ("26.06", "26.06.01", "26.08")

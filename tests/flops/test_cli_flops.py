@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from perfgate import cli
+from perfgate import cli, hardware
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -146,7 +146,7 @@ def test_human_output(capsys):
                 "--model",
                 "llama3_8b",
                 "--gpu",
-                "a100",
+                "nogpu",
                 "--precision",
                 "bf16",
                 "--num-gpus",
@@ -158,7 +158,7 @@ def test_human_output(capsys):
                 "--step-time",
                 "5",
             ],
-            "perfgate mfu: error: unknown gpu 'a100'; known: h100, h200, b200, b300, gb200, gb300",
+            f"perfgate mfu: error: unknown gpu 'nogpu'; known: {', '.join(hardware.GPUS)}",
         ),
         (
             [

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import flops
+from perfgate import flops, hardware
 from perfgate.errors import ConfigError
 
 # --- seed 001 (llmb Nemotron4) --------------------------------------------------------------
@@ -300,8 +300,9 @@ def test_throughput_fields_and_errors():
     assert out.convention == "megatron"
     fp8 = flops.throughput("llama3_8b", "b200", "mxfp8", 8, 128, 8192, 5.0, convention="megatron")
     assert fp8.peak_tflops == 4500.0
-    with pytest.raises(ConfigError, match="unknown gpu 'a100'; known: h100"):
-        flops.throughput("llama3_8b", "a100", "bf16", 8, 128, 8192, 5.0)
+    with pytest.raises(ConfigError) as err:
+        flops.throughput("llama3_8b", "nogpu", "bf16", 8, 128, 8192, 5.0)
+    assert str(err.value) == f"unknown gpu 'nogpu'; known: {', '.join(hardware.GPUS)}"
     with pytest.raises(ConfigError, match="unknown precision 'fp16'"):
         flops.throughput("llama3_8b", "h100", "fp16", 8, 128, 8192, 5.0)
     with pytest.raises(ConfigError, match="needs a Blackwell GPU"):

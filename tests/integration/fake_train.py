@@ -161,6 +161,7 @@ def main() -> int:
     ):
         slow += args.slowdown
     noise = random.Random(os.getpid())
+    progress = out / "ranks" / "progress-0"  # rank 0's last logged step
     for i in range(steps):
         t0 = time.perf_counter()
         nominal = (args.first_step_s if i == 0 else args.step_s) * slow
@@ -172,6 +173,11 @@ def main() -> int:
             dt = nominal * (1 + 0.0025 * ((i * 7) % 5 - 2))
         me = rank == args.fail_rank
         if me and args.crash_at == i:
+            # Deterministic at any machine speed: the crash waits until rank 0 has logged this
+            # step, and the other ranks stall after it until srun kills them, so a crash at
+            # step N always leaves rank 0's steps 0..N in the log.
+            if rank != 0:
+                _wait_for(progress, i, timeout_s=120)
             raise RuntimeError(f"fake_train: simulated failure at step {i}")
         if me and args.oom_at == i:
             print("Traceback (most recent call last):", file=sys.stderr)
@@ -210,7 +216,22 @@ def main() -> int:
                     f" [2026-01-01 00:00:00] iteration {i + 1}/{steps} | grad norm: nan |",
                     flush=True,
                 )
+            progress.write_text(str(i))
+        if args.crash_at == i and not me:
+            time.sleep(120)  # another rank fails here: wait for srun to end this one
     return 0
+
+
+def _wait_for(progress: Path, step: int, timeout_s: float) -> None:
+    """Until rank 0 has logged `step` (its progress file), or the timeout."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if int(progress.read_text() or -1) >= step:
+                return
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.02)
 
 
 if __name__ == "__main__":

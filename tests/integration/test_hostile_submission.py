@@ -25,6 +25,7 @@ from submitit.core.utils import DelayedSubmission
 from submitit.slurm.slurm import _make_sbatch_string
 
 from perfgate.catalog import load_file
+from perfgate.catalog.provenance import SHIPPED_DIR
 from perfgate.launch import plan
 from perfgate.launch.types import LaunchOptions
 
@@ -80,7 +81,7 @@ def _wait(ids: list[str], squeue_ids, timeout_s: float = 240) -> None:
 def test_hostile_values_run_nothing_on_the_real_slurm(slurm_cluster, squeue_ids, tmp_path):
     markers = tmp_path / "markers"
     markers.mkdir()
-    stored = next(r for r in load_file(REPO / "baselines" / "h100.json") if r.num_gpus == 8)
+    stored = next(r for r in load_file(SHIPPED_DIR / "h100.json") if r.num_gpus == 8)
     row = replace(stored, baseline=None)
     values = _values(markers)
     jobs = []

@@ -17,11 +17,11 @@ import json
 import re
 import subprocess
 import sys
-from html import unescape
 from pathlib import Path
 from typing import Any
 
 import pytest
+from report.test_html_report import row_details
 from rowfactory import command_row, with_baseline
 from slurm_suite import SuiteDir
 
@@ -154,8 +154,6 @@ def test_reports_say_which_rows_were_judged_by_ab(gate, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "A/B gate: 3 of 3 rows judged by A/B pairs" in done.stdout
     page = out.read_text()
-    blob = json.loads(unescape(re.search(r'data-jsonblob="([^"]*)"', page).group(1)))
-    tests = [t for ts in blob["tests"].values() for t in ts]
-    details = "".join(e["content"] for t in tests for e in t["extras"])
+    details = "".join(row_details(page).values())
     assert "Paired estimate: Δ step time" in details and "Baseline (A)" in details
     assert "Launch order (A baseline, B candidate): AB BA AB" in page

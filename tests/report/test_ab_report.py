@@ -18,6 +18,7 @@ from perfgate.report.plot import COLORS, svg_for_record
 from perfgate.runs import RunRecord, RunResult
 from perfgate.verdicts import pairs_rule
 from perfgate.verdicts.paired import evaluate_ab
+from report.test_html_report import row_details
 
 EVIL = "<script>alert(1)</script>"
 OLD, NEW = f"/lustre/{EVIL}nemo-25.07.sqsh", "/lustre/nemo-25.09.sqsh"
@@ -120,9 +121,7 @@ def test_perfgate_report_renders_the_ab_rows(tmp_path):
     f = sessionfiles.ResultsFile(tmp_path / "results.json", {"mode": "live"})
     f.add(ab_record())
     html = page.render(sessionfiles.read(f.path))
-    blob = json.loads(unescape(re.search(r'data-jsonblob="([^"]*)"', html).group(1)))
-    (test,) = [t for tests in blob["tests"].values() for t in tests]
-    detail = test["extras"][0]["content"]
+    (detail,) = row_details(html).values()
     assert "Baseline (A)" in detail and "Candidate (B)" in detail and "<script>" not in detail
     assert "A/B gate: 1 of 1 rows judged by A/B pairs" in html
     # stats of the row carry the A/B details

@@ -65,7 +65,7 @@ def test_no_cli_output_prints_more_digits_than_it_knows(argv, capsys):
 
 def test_report_terminal_text_is_rounded(suite, capsys):
     """`perfgate report` on the replay examples' results: every number readable."""
-    suite.real_baselines()
+    suite.shipped_rows()
     assert suite.run(f"--replay={EXAMPLES}", "-m", "h100").ret == 1
     capsys.readouterr()
     assert main(["report", str(suite.path / "perfgate-results" / "results.json")]) == 0

@@ -60,13 +60,19 @@ def page_blob(raw: str) -> dict:
     return json.loads(unescape(re.search(r'data-jsonblob="([^"]*)"', raw).group(1)))
 
 
+def row_details(raw: str) -> dict[str, str]:
+    """Row id -> its detail block, as the page stores it for its script (perfgate.report.lazy)."""
+    found = re.findall(r'<script type="application/json" id="pg-d-([^"]*)">(.*?)</script>', raw)
+    return {unescape(rid): json.loads(text) for rid, text in found}
+
+
 def row_tests(blob: dict) -> dict[str, dict]:
     """Row id -> the row's test data."""
     return {k.split("[")[-1].rstrip("]"): v[-1] for k, v in blob["tests"].items() if v}
 
 
 def test_pytest_html_report(suite, tmp_path):
-    suite.real_baselines()
+    suite.shipped_rows()
     logs = _replay_with_evil_log(suite, tmp_path)
     result = suite.run(
         f"--replay={logs}",
@@ -121,18 +127,22 @@ def test_pytest_html_report(suite, tmp_path):
     assert cells["jobid"].text == ["2071234"]
     assert cells["mfu"].text[-1].endswith("(llmb)")  # the baseline's convention, named
 
-    # one html extra: the detail block with the plot inline (full width, not a thumbnail)
+    # one html extra: where the detail block goes; the block, with the plot inline (full
+    # width, not a thumbnail), waits in the page for its script (filled in when seen)
     (extra,) = reg["extras"]
     assert extra["format_type"] == "html"
-    svg_text = re.search(r"<svg.*?</svg>", extra["content"], re.S).group(0)
+    assert extra["content"].startswith(f'<div class="pg-detail" data-detail="pg-d-{REG_ROW}">')
+    details = row_details(raw)
+    assert sorted(details) == sorted(tests)  # a block for each row of the table, no other
+    svg_text = re.search(r"<svg.*?</svg>", details[REG_ROW], re.S).group(0)
     svg = ET.fromstring(svg_text)
     classes = {el.get("class") for el in svg.iter()}
     assert {"steps", "steady-window", "baseline-band", "baseline", "median"} <= classes
-    assert "Baseline 4.36 s from seed 001: llmb Nemotron4" in _parse(extra["content"]).text[1]
+    assert "Baseline 4.36 s from seed 001: llmb Nemotron4" in _parse(details[REG_ROW]).text[1]
 
     # the failure: its cause once, the log tail escaped, the proving line marked in it
     oom = tests[OOM_ROW]
-    detail = oom["extras"][0]["content"]
+    detail = details[OOM_ROW]
     html_parts = [*oom["resultsTableRow"], oom["log"], detail]
     for part in html_parts:
         assert "script" not in _parse(part).tags
@@ -181,7 +191,7 @@ def _without_times(raw: str) -> tuple[str, dict]:
 
 
 def test_perfgate_report_renders_the_same_page(suite, tmp_path, capsys):
-    suite.real_baselines()
+    suite.shipped_rows()
     logs = _replay_with_evil_log(suite, tmp_path)
     suite.run(f"--replay={logs}", "-m", "h100", "--html", "report.html", "--self-contained-html")
     results = suite.path / "perfgate-results" / "results.json"

@@ -47,7 +47,7 @@ def problems(rows: dict[str, dict[str, Any]]) -> tuple[list[str], set[str]]:
 
 
 def test_a_replay_writes_exactly_the_declared_keys(suite) -> None:
-    suite.real_baselines()
+    suite.shipped_rows()
     suite.run(f"--replay={EXAMPLES}", "-m", "h100")
     bad, seen = problems(suite.results()["rows"])
     assert bad == []
@@ -56,7 +56,7 @@ def test_a_replay_writes_exactly_the_declared_keys(suite) -> None:
 
 
 def test_a_dry_run_writes_exactly_the_declared_keys(suite) -> None:
-    suite.real_baselines()
+    suite.shipped_rows()
     suite.run("--dry-run", "-m", "h100", "--gpus", "8")
     bad, seen = problems(suite.results()["rows"])
     assert bad == []

@@ -1,4 +1,5 @@
-"""A copy of the suite (conftest.py, pytest.ini, benchmarks/, baselines/) for pytester runs.
+"""A copy of the suite (conftest.py, pytest.ini, benchmarks/) for pytester runs, with the
+shipped rows or the test's own rows as its baselines/.
 
 Reusable for a pytester run of the plugin against a real cluster, e.g. with the local Slurm
 fixtures of tests/integration (rows.command_row runs the CPU stand-in trainer):
@@ -22,6 +23,7 @@ import pytest
 
 from perfgate import catalog
 from perfgate.catalog import Row
+from perfgate.catalog.provenance import SHIPPED_DIR
 from perfgate.report import sessionfiles
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,9 +41,10 @@ class Suite:
         shutil.copytree(REPO / "benchmarks", self.path / "benchmarks")
         self.baselines_dir = self.path / "baselines"
 
-    def real_baselines(self) -> catalog.Catalog:
-        """Use the repository's baselines/*.json."""
-        shutil.copytree(REPO / "baselines", self.baselines_dir, dirs_exist_ok=True)
+    def shipped_rows(self) -> catalog.Catalog:
+        """Use the rows perfgate ships (perfgate/catalog/shipped), never the site's baselines/:
+        a site's own rows and re-measured baselines must not change what a test sees."""
+        shutil.copytree(SHIPPED_DIR, self.baselines_dir, dirs_exist_ok=True)
         return catalog.load_catalog(self.baselines_dir)
 
     def write_rows(self, rows: Iterable[Row]) -> None:
@@ -72,7 +75,7 @@ class Suite:
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester) -> Suite:
-    """The suite in a fresh pytester folder (no baselines yet: call real_baselines/write_rows)."""
+    """The suite in a fresh pytester folder (no baselines yet: call shipped_rows/write_rows)."""
     return Suite(pytester)
 
 

@@ -105,7 +105,7 @@ def test_ab_gate_verdicts_order_report_and_update(suite):
 
 
 def test_ab_dry_run_shows_the_plan(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     a, b = suite.path / "nemo-25.07.sqsh", suite.path / "nemo-25.09.sqsh"
     a.write_bytes(b"hsqs")
     b.write_bytes(b"hsqs")

@@ -15,7 +15,7 @@ pytest_plugins = ["pytester"]
     ids=["plain", "marker", "update", "marker-update"],
 )
 def test_a_malformed_baselines_file_is_one_line_exit_2(suite, args):
-    suite.real_baselines()
+    suite.shipped_rows()
     path = suite.baselines_dir / "h100.json"
     path.write_text(path.read_text()[:-200])  # truncated mid-row
     result = suite.run("--replay=.", *args)
@@ -26,7 +26,7 @@ def test_a_malformed_baselines_file_is_one_line_exit_2(suite, args):
 
 
 def test_help_still_works_with_a_malformed_baselines_file(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     (suite.baselines_dir / "h100.json").write_text("[{")
     result = suite.run("--help")
     assert result.ret == 0 and any("--replay" in ln for ln in result.outlines)

@@ -23,7 +23,7 @@ EXPECTED_H = {
 
 
 def test_dry_run_plans_every_row_and_submits_nothing(suite, monkeypatch):
-    suite.real_baselines()
+    suite.shipped_rows()
     monkeypatch.setenv("SBATCH_ACCOUNT", "perf-acct")
     monkeypatch.setenv("SBATCH_PARTITION", "batch-p6")
     monkeypatch.setenv("PATH", "/nonexistent")  # no sbatch, no srun: nothing could run
@@ -57,7 +57,7 @@ def test_dry_run_plans_every_row_and_submits_nothing(suite, monkeypatch):
 
 
 def test_dry_run_verbose_shows_scripts_recipe_and_options(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     image = suite.path / "nemo-25.07.sqsh"
     image.write_bytes(b"hsqs")
     result = suite.run(
@@ -95,7 +95,7 @@ def test_dry_run_verbose_shows_scripts_recipe_and_options(suite):
 def test_missing_container_image_is_one_usage_error_before_any_row(suite):
     """#21 item 10: the README's A/B example with files that do not exist gave one ERROR
     per row (8 ERRORs, 0 rows planned); docs/suite.md promised one usage error."""
-    suite.real_baselines()
+    suite.shipped_rows()
     for flag in ("--container-image", "--candidate-image"):
         images = {"--container-image": "./nemo-25.07.sqsh", "--candidate-image": "/x.sqsh"}
         if flag == "--candidate-image":
@@ -110,7 +110,7 @@ def test_missing_container_image_is_one_usage_error_before_any_row(suite):
 
 
 def test_the_readme_ab_example_dry_runs_and_says_it_is_above_max_gpu_hours(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     result = suite.run(
         *("--dry-run", "-m", "b200", "--gpus", "64", "--partition", "p6", "--account", "me"),
         *("--tolerance", "0.02", "--time-limit", "20"),
@@ -126,7 +126,7 @@ def test_the_readme_ab_example_dry_runs_and_says_it_is_above_max_gpu_hours(suite
 
 
 def test_unknown_override_is_one_usage_error_before_anything_runs(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     bad = ("--override", "model.config.recompute_granularty=selective")
     select = ("-m", "h100", "-k", "nemotron4_340b", "--gpus", "256")
     for mode in (("--dry-run",), ()):
@@ -145,7 +145,7 @@ def test_unknown_override_is_one_usage_error_before_anything_runs(suite):
 
 
 def test_container_command_template_is_the_runtime_of_the_srun_line(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     (suite.path / "nemo.sif").write_bytes(b"SIF")
     template = "apptainer exec --nv --bind {mounts} --pwd {workdir} {image} {argv}"
     sel = ("-m", "h100 and bf16", "-k", "nemotron4_340b", "--gpus", "256")
@@ -168,7 +168,7 @@ def test_container_command_template_is_the_runtime_of_the_srun_line(suite):
 def test_the_plan_figures_in_the_docs_are_a_dry_runs(suite):
     """#21 item 11: docs/suite.md showed `-m b200 --gpus 64` as 5 rows and 160 GPU-hours long
     after the catalog grew; the README's and the guide's figures are checked here."""
-    suite.real_baselines()
+    suite.shipped_rows()
     docs = (REPO / "docs" / "suite.md").read_text()
     readme = " ".join((REPO / "README.md").read_text().split())
     result = suite.run("--dry-run", "-m", "b200", "--gpus", "64")

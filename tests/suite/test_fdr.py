@@ -53,7 +53,7 @@ pytest_plugins = ["pytester"]
 def test_the_plugin_judges_the_night_first_with_fdr(suite):
     from .pytester_suite import EXAMPLES
 
-    suite.real_baselines()
+    suite.shipped_rows()
     plain = suite.run(f"--replay={EXAMPLES}", "-m", "h100")
     before = {k: v["verdict"] for k, v in suite.results()["rows"].items()}
     night = suite.run(f"--replay={EXAMPLES}", "-m", "h100", "--fdr", "0.05")

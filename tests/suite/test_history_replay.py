@@ -24,7 +24,7 @@ SEL = ("-m", "h100", "-k", "nemotron4_15b and 64gpu and bf16")
 
 def _measured_baseline(suite, step: float, tolerance: float) -> None:
     """Give ROW a baseline perfgate stored from 3 runs on 2026-01-01."""
-    old = suite.real_baselines()
+    old = suite.shipped_rows()
     runs = tuple(
         BaselineRun(step * f, 0.002, "900", "2026-01-01T00:00:00+00:00", "nemo:25.11")
         for f in (0.996, 1.0, 1.004)
@@ -49,7 +49,7 @@ def _logs(suite):
 
 
 def test_examples_are_never_stored_and_replays_only_on_request(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     hist = suite.path / "h.sqlite"
     suite.run(f"--replay={EXAMPLES}", *SEL, f"--history={hist}", "--store-replay")
     assert HistoryStore(hist).sessions() == []  # example logs are not measurements

@@ -17,7 +17,7 @@ def _one_error_line(result) -> str:
 
 
 def test_a_slurm_param_key_with_a_newline_is_a_usage_error(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     key = "requeue\ntouch owned\n#SBATCH --comment"
     result = suite.run(*SEL, "--slurm-param", f"{key}=1")
     assert result.ret == 4
@@ -28,14 +28,14 @@ def test_a_slurm_param_key_with_a_newline_is_a_usage_error(suite):
 
 
 def test_a_partition_with_a_newline_is_a_usage_error_even_in_a_dry_run(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     result = suite.run(*SEL, "--dry-run", "--partition", "p6\ntouch owned")
     assert result.ret == 4
     assert "--partition 'p6\\ntouch owned': control character '\\n'" in _one_error_line(result)
 
 
 def test_a_baselines_row_with_a_hostile_variant_stops_the_session(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     path = suite.baselines_dir / "h100.json"
     rows = json.loads(path.read_text())
     rows[3]["variant"] = "x\ntouch owned #"
@@ -78,14 +78,14 @@ def test_a_baselines_row_with_a_hostile_variant_stops_the_session(suite):
     ],
 )
 def test_sbatch_options_perfgate_owns_are_refused(suite, param, message):
-    suite.real_baselines()
+    suite.shipped_rows()
     result = suite.run(*SEL, "--dry-run", "--slurm-param", param)
     assert result.ret == 4
     assert message in _one_error_line(result)
 
 
 def test_other_sbatch_options_still_pass(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     params = ("reservation=r1", "mail-type=END", "no-requeue", "constraint=h100", "wckey=perf")
     args = [a for p in params for a in ("--slurm-param", p)]
     assert suite.run(*SEL, "--dry-run", *args).ret == 0
@@ -107,7 +107,7 @@ def test_other_sbatch_options_still_pass(suite):
     ],
 )
 def test_override_values_with_control_or_bidi_characters_are_refused(suite, override, message):
-    suite.real_baselines()
+    suite.shipped_rows()
     result = suite.run(*SEL, "--dry-run", "--override", override)
     assert result.ret == 4
     assert message in _one_error_line(result)
@@ -134,7 +134,7 @@ def test_override_values_with_control_or_bidi_characters_are_refused(suite, over
     ],
 )
 def test_options_above_a_real_clusters_bounds_are_one_line(suite, args, message):
-    suite.real_baselines()
+    suite.shipped_rows()
     sel = SEL if args[0] != "--gpus" else SEL[:2]
     result = suite.run(*sel, "--dry-run", *args)
     assert result.ret == 4
@@ -150,7 +150,7 @@ def test_options_above_a_real_clusters_bounds_are_one_line(suite, args, message)
     ],
 )
 def test_row_numbers_above_the_bounds_stop_the_session(suite, field, value, message):
-    suite.real_baselines()
+    suite.shipped_rows()
     path = suite.baselines_dir / "h100.json"
     rows = json.loads(path.read_text())
     rows[3][field] = value
@@ -166,7 +166,7 @@ def test_row_numbers_above_the_bounds_stop_the_session(suite, field, value, mess
 
 
 def test_a_huge_baselines_file_is_refused_before_it_is_read(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     path = suite.baselines_dir / "h100.json"
     rows = json.loads(path.read_text())
     rows[0]["notes"] = ["x" * (20 << 20)]
@@ -178,7 +178,7 @@ def test_a_huge_baselines_file_is_refused_before_it_is_read(suite):
 
 
 def test_a_long_env_name_and_override_path_are_refused_with_their_start_only(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     name = "A" * 100_000
     result = suite.run(*SEL, "--dry-run", "--env", f"{name}=1")
     assert result.ret == 4

@@ -36,7 +36,7 @@ def _collected(result) -> list[str]:
     ],
 )
 def test_list_selects_what_pytest_collects(suite, monkeypatch, capsys, markexpr, keyword, gpus):
-    cat = suite.real_baselines()
+    cat = suite.shipped_rows()
     args = ["--collect-only", "-q"]
     args += ["-m", markexpr] if markexpr else []
     args += ["-k", keyword] if keyword else []
@@ -52,7 +52,7 @@ def test_list_selects_what_pytest_collects(suite, monkeypatch, capsys, markexpr,
 
 
 def test_markers_without_rows_are_one_usage_error(suite, monkeypatch, capsys):
-    suite.real_baselines()
+    suite.shipped_rows()
     result = suite.run("--collect-only", "-q", "-m", "command or (nvfp4 and h100)")
     assert result.ret == 4
     (line,) = [ln for ln in result.errlines if ln.startswith("ERROR:")]
@@ -91,7 +91,7 @@ def test_expression_grammar_and_errors() -> None:
 
 
 def test_bad_expression_is_one_line_exit_2(suite, monkeypatch, capsys):
-    suite.real_baselines()
+    suite.shipped_rows()
     monkeypatch.chdir(suite.path)
     assert cli.main(["list", "-m", "h100 and"]) == 2
     err = capsys.readouterr().err
@@ -99,7 +99,7 @@ def test_bad_expression_is_one_line_exit_2(suite, monkeypatch, capsys):
 
 
 def test_lines_name_baseline_provenance_and_last_result(suite, monkeypatch, capsys):
-    suite.real_baselines()
+    suite.shipped_rows()
     result = suite.run(f"--replay={EXAMPLES}", "-m", "h100", "--tolerance", "0.12")
     assert result.ret == 1  # the examples hold one REGRESSION
     monkeypatch.chdir(suite.path)
@@ -133,7 +133,7 @@ def test_lines_name_baseline_provenance_and_last_result(suite, monkeypatch, caps
 def test_a_dry_run_never_hides_a_replays_results(suite, monkeypatch, capsys):
     """#21 item 5: every session keeps its own results; the latest live/replay one stays
     what `perfgate list` and `perfgate report` read after any number of dry runs."""
-    suite.real_baselines()
+    suite.shipped_rows()
     rid = "pretrain-nemotron4_340b-h100-bf16-256gpu-tp8pp8"
     assert suite.run(f"--replay={EXAMPLES}", "-m", "h100").ret == 1
     assert suite.run("--dry-run", "-m", "h100").ret == 0
@@ -147,7 +147,7 @@ def test_a_dry_run_never_hides_a_replays_results(suite, monkeypatch, capsys):
 
 def test_two_sessions_with_one_results_dir_keep_their_verdicts(suite):
     """#24 item 13: the first session's verdicts do not vanish when a second one runs."""
-    suite.real_baselines()
+    suite.shipped_rows()
     assert suite.run(f"--replay={EXAMPLES}", "-m", "h100", "-k", "340b").ret == 1
     assert suite.run(f"--replay={EXAMPLES}", "-m", "h100", "-k", "15b").ret in (0, 1)
     first, second = sessionfiles.session_files(suite.path / "perfgate-results")

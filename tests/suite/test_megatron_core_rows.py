@@ -9,7 +9,7 @@ RECOMPUTE = ("model.recompute_granularity=full", "model.recompute_method=block")
 
 
 def test_dry_run_describes_the_megatron_core_model_and_checks_its_overrides(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     overrides = [
         arg for o in (*RECOMPUTE, "model.recompute_num_layers=5") for arg in ("--override", o)
     ]
@@ -28,7 +28,7 @@ def test_dry_run_describes_the_megatron_core_model_and_checks_its_overrides(suit
 
 
 def test_a_nemo_recipe_path_is_refused_for_megatron_core_rows(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     result = suite.run("--dry-run", "-m", "megatron_core", "--override", "trainer.max_steps=3")
     assert result.ret == 4
     error = "\n".join(result.errlines)

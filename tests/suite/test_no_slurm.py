@@ -11,7 +11,7 @@ pytest_plugins = ["pytester"]
 
 
 def test_a_live_run_without_slurm_is_one_usage_error(suite, monkeypatch):
-    suite.real_baselines()
+    suite.shipped_rows()
     monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # python, but no sbatch
     result = suite.run("-m", "h100 and nemo2", "--gpus", "8", "--partition", "p")
     assert result.ret == 4
@@ -42,7 +42,7 @@ def _unconfigured_slurm(folder: Path) -> Path:
 
 def test_an_unconfigured_slurm_is_one_line_before_any_row(suite, monkeypatch, tmp_path):
     """#21 item 6: not 32 rows of the same sbatch error, and no session in the history."""
-    suite.real_baselines()
+    suite.shipped_rows()
     fake = _unconfigured_slurm(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{fake}:{Path(sys.executable).parent}")
     monkeypatch.delenv("SLURM_CONF", raising=False)
@@ -62,7 +62,7 @@ def test_an_unconfigured_slurm_is_one_line_before_any_row(suite, monkeypatch, tm
 
 
 def test_slurm_conf_naming_no_file_is_told_at_once(suite, monkeypatch, tmp_path):
-    suite.real_baselines()
+    suite.shipped_rows()
     fake = _unconfigured_slurm(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{fake}:{Path(sys.executable).parent}")
     monkeypatch.setenv("SLURM_CONF", str(tmp_path / "nowhere" / "slurm.conf"))
@@ -77,7 +77,7 @@ def test_a_session_whose_every_submission_was_refused_leaves_no_history(
 ):
     """sbatch on a configured cluster refuses each row (a bad partition): each row is an
     INFRA error naming sbatch's reason, and the history records no session of nothing."""
-    suite.real_baselines()
+    suite.shipped_rows()
     fake = _unconfigured_slurm(tmp_path / "bin")
     (fake / "scontrol").write_text("#!/bin/sh\necho 'Slurmctld(primary) at c1 is UP'\n")
     (fake / "sbatch").write_text(

@@ -15,10 +15,9 @@ import pytest
 from rowfactory import command_row, with_baseline
 
 from perfgate import catalog
+from perfgate.catalog.provenance import SHIPPED_DIR
 from perfgate.errors import ConfigError
 from perfgate.suite import preflight
-
-from .pytester_suite import REPO
 
 pytest_plugins = ["pytester"]
 
@@ -40,7 +39,7 @@ def _no_jobs(suite) -> bool:
 
 
 def test_bare_live_session_on_the_catalog_submits_nothing(suite, monkeypatch):
-    cat = suite.real_baselines()
+    cat = suite.shipped_rows()
     monkeypatch.setenv("CI", "1")  # nobody to ask, whatever terminal runs these tests
     result = suite.run("--partition", "p")
     assert result.ret == 4
@@ -74,7 +73,7 @@ def test_bare_live_session_on_the_catalog_submits_nothing(suite, monkeypatch):
 
 
 def test_modes_that_submit_nothing_need_no_consent(suite, monkeypatch):
-    suite.real_baselines()
+    suite.shipped_rows()
     monkeypatch.setenv("CI", "1")
     assert suite.run("--dry-run").ret == 0
     assert suite.run("--collect-only", "-q").ret == 0
@@ -198,8 +197,24 @@ def test_xdist_controller_checks_before_scheduling(suite, monkeypatch):
     assert result.ret == 0 and result.parseoutcomes()["passed"] == 2
 
 
+def test_xdist_controller_counts_only_row_tests(suite, monkeypatch):
+    # A session's own unit tests parametrized by a row id are not rows: under -n the
+    # controller saw 13 such ids in the suite's own tests and asked for GPU-hours (#28).
+    rows = _rows()
+    suite.write_rows(rows)
+    ids = ", ".join(repr(r.id) for r in rows)
+    suite.pytester.makepyfile(
+        test_unit=f"import pytest\n@pytest.mark.parametrize('rid', [{ids}])\n"
+        "def test_unit(rid):\n    assert rid\n"
+    )
+    monkeypatch.setenv("CI", "1")
+    result = suite.run(*LOCAL, *CHEAP, "-n", "2", "test_unit.py", "-k", "command")
+    assert result.ret == 0 and _no_jobs(suite), "\n".join(result.outlines)
+    assert result.parseoutcomes()["passed"] == 2
+
+
 def test_override_valid_for_some_backends_only_names_them(suite):
-    cat = catalog.load_catalog(REPO / "baselines")
+    cat = catalog.load_catalog(SHIPPED_DIR)
     nemo2 = next(r for r in cat.rows if r.backend == "nemo2" and r.gpu == "h100")
     auto = next(r for r in cat.rows if r.backend == "automodel")
     suite.write_rows([nemo2, auto])
@@ -218,7 +233,7 @@ def test_override_valid_for_some_backends_only_names_them(suite):
 def test_the_readme_knob_example_names_every_row_it_is_valid_for(suite):
     """#21 item 7: `-m h100 --override model.config.enable_cuda_graph=true` suggested
     `-m megatron_bridge`, dropping the nemo2 rows the path is valid for."""
-    suite.real_baselines()
+    suite.shipped_rows()
     graph = ("--override", "model.config.enable_cuda_graph=true")
     line = _error(suite.run("--dry-run", "-m", "h100", *graph))
     assert line.endswith(

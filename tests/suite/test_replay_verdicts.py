@@ -131,7 +131,7 @@ EXAMPLE_VERDICTS = {
 
 
 def test_shipped_examples_replay_as_labelled(suite):
-    cat = suite.real_baselines()
+    cat = suite.shipped_rows()
     result = suite.run(f"--replay={EXAMPLES}", "-m", "h100", "--tolerance", "0.12")
     assert result.ret == 1
     h100 = [r for r in cat.rows if r.gpu == "h100"]
@@ -160,7 +160,7 @@ def test_a_cluster_noise_prior_resolves_what_the_default_cannot(suite):
     """--noise-cv/--noise-df replace the pessimistic default prior (Megatron-LM CI A/A pairs):
     with 0.5% run-to-run noise known from 20 df of A/A runs, the -1.5% run is a PASS and the
     +6.9% run a REGRESSION at 5%, where the default prior left both INCONCLUSIVE."""
-    suite.real_baselines()
+    suite.shipped_rows()
     result = suite.run(
         f"--replay={EXAMPLES}", "-m", "h100", "--noise-cv", "0.005", "--noise-df", "20"
     )
@@ -188,7 +188,7 @@ def test_a_cluster_noise_prior_resolves_what_the_default_cannot(suite):
     ],
 )
 def test_bad_noise_options_are_one_line_usage_errors(suite, args, message):
-    suite.real_baselines()
+    suite.shipped_rows()
     result = suite.run(f"--replay={EXAMPLES}", "-m", "h100", *args)
     assert result.ret == 4
     assert any(message in line for line in result.errlines)

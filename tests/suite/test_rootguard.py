@@ -7,7 +7,7 @@ pytest_plugins = ["pytester"]
 
 
 def test_absolute_path_option_gets_a_one_line_fix(suite, tmp_path_factory):
-    suite.real_baselines()
+    suite.shipped_rows()
     image = tmp_path_factory.mktemp("images") / "nemo.sqsh"
     image.write_bytes(b"")
     result = suite.pytester.runpytest_subprocess(
@@ -20,7 +20,7 @@ def test_absolute_path_option_gets_a_one_line_fix(suite, tmp_path_factory):
 
 
 def test_the_equals_form_works_and_the_guard_stays_silent(suite, tmp_path_factory):
-    suite.real_baselines()
+    suite.shipped_rows()
     image = tmp_path_factory.mktemp("images") / "nemo.sqsh"
     image.write_bytes(b"")
     result = suite.pytester.runpytest_subprocess(

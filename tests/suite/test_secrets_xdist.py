@@ -16,7 +16,7 @@ TOKEN = "hf_" + "Q" * 30
 
 
 def test_secret_values_are_refused_on_the_command_line(suite, tmp_path):
-    suite.real_baselines()
+    suite.shipped_rows()
     result = suite.run("--dry-run", "--env", f"HF_TOKEN={TOKEN}")
     assert result.ret == 4
     (line,) = [ln for ln in result.errlines if ln.startswith("ERROR:")]
@@ -49,7 +49,7 @@ def test_secret_in_a_failed_log_is_masked_in_terminal_results_and_report(suite, 
 
 
 def test_xdist_workers_feed_one_results_file(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     result = suite.run(f"--replay={EXAMPLES}", "-m", "h100", "--tolerance", "0.12", "-n", "2")
     assert result.ret == 1
     rows = suite.results()["rows"]

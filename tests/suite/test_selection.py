@@ -39,7 +39,7 @@ def test_every_value_a_row_may_take_has_a_marker_description():
 
 
 def test_markers_are_exactly_those_of_the_rows(suite):
-    cat = suite.real_baselines()
+    cat = suite.shipped_rows()
     result = suite.run("--markers")
     assert result.ret == 0
     row_markers = selection.marker_names(cat.rows)
@@ -69,7 +69,7 @@ def _ids(result) -> list[str]:
 
 
 def test_every_row_is_one_test_with_its_id_as_test_id(suite):
-    cat = suite.real_baselines()
+    cat = suite.shipped_rows()
     result = suite.run("--collect-only", "-q")
     assert result.ret == 0
     assert _ids(result) == sorted(r.id for r in cat.rows)
@@ -80,7 +80,7 @@ def test_every_row_is_one_test_with_its_id_as_test_id(suite):
 
 
 def test_marker_and_keyword_selection(suite):
-    cat = suite.real_baselines()
+    cat = suite.shipped_rows()
     cases = {
         "b200": lambda r: r.gpu == "b200",
         "h100 and fp8": lambda r: r.gpu == "h100" and r.precision == "fp8",
@@ -99,7 +99,7 @@ def test_marker_and_keyword_selection(suite):
 
 
 def test_gpus_filters_by_deselection(suite):
-    cat = suite.real_baselines()
+    cat = suite.shipped_rows()
     for spec, pred in {
         "64": lambda n: n == 64,
         "8,16": lambda n: n in (8, 16),
@@ -118,7 +118,7 @@ def test_gpus_filters_by_deselection(suite):
 
 
 def test_bad_gpus_spec_is_a_one_line_usage_error(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     result = suite.run("--collect-only", "--gpus", "8-x")
     assert result.ret == 4  # pytest's usage error
     errors = [ln for ln in result.errlines if ln.startswith("ERROR:")]
@@ -127,7 +127,7 @@ def test_bad_gpus_spec_is_a_one_line_usage_error(suite):
 
 
 def test_malformed_baseline_is_a_one_line_error_naming_file_field_value(suite):
-    cat = suite.real_baselines()
+    cat = suite.shipped_rows()
     path = suite.baselines_dir / "h200.json"
     text = path.read_text().replace('"mbs": ', '"mbz": ', 1)
     path.write_text(text)
@@ -141,7 +141,7 @@ def test_malformed_baseline_is_a_one_line_error_naming_file_field_value(suite):
 
 
 def test_options_are_grouped_under_perfgate_with_help(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     result = suite.run("--help")
     text = "\n".join(result.outlines)
     section = text.split("perfgate:", 1)[1]
@@ -176,7 +176,7 @@ def test_options_are_grouped_under_perfgate_with_help(suite):
 
 def test_an_empty_gpus_selection_says_which_gpu_counts_it_has(suite):
     """#21 item 8: `--dry-run -m h100 --gpus 7` ended with exit 5 and no word."""
-    suite.real_baselines()
+    suite.shipped_rows()
     result = suite.run("--dry-run", "-m", "h100", "--gpus", "7")
     assert result.ret == 5
     assert (
@@ -187,7 +187,7 @@ def test_an_empty_gpus_selection_says_which_gpu_counts_it_has(suite):
 
 def test_an_unknown_marker_names_the_nearest_row_marker(suite):
     """#21 item 8: `-m b2000` got pytest's "Unknown marker(s)" with no hint."""
-    suite.real_baselines()
+    suite.shipped_rows()
     result = suite.run("--dry-run", "-m", "b2000 and fp8")
     assert result.ret == 4
     (line,) = [ln for ln in result.errlines if ln.startswith("ERROR:")]

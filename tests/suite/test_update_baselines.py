@@ -30,14 +30,14 @@ def _files(suite) -> dict[str, bytes]:
 
 
 def test_never_on_a_plain_run(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     before = _files(suite)
     suite.run(*ARGS)
     assert _files(suite) == before
 
 
 def test_update_refuses_example_logs_and_regressions_without_accept(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     before = _files(suite)
     result = suite.run(*ARGS, "--update-baselines")
     assert _files(suite) == before
@@ -52,7 +52,7 @@ def test_update_refuses_example_logs_and_regressions_without_accept(suite):
 
 
 def test_update_writes_clean_rows_with_provenance_and_prints_the_diff(suite):
-    old = suite.real_baselines()
+    old = suite.shipped_rows()
     result = suite.run(*ARGS, "--update-baselines", "--accept-regressions")
     new = catalog.load_catalog(suite.baselines_dir)  # still a valid catalog
     measured = {rid: rec["measured"] for rid, rec in suite.results()["rows"].items()}
@@ -81,7 +81,7 @@ def test_update_writes_clean_rows_with_provenance_and_prints_the_diff(suite):
 
 
 def test_update_waits_for_the_lock_and_keeps_a_concurrent_change(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     path = suite.baselines_dir / "h100.json"
     other = "pretrain-llama3_8b-h100-bf16-8gpu-tp1cp2"
     held = threading.Event()
@@ -123,7 +123,7 @@ PASS_ROW = "pretrain-nemotron4_15b-h100-bf16-64gpu-tp2"
 
 def test_a_refused_update_fails_the_session(suite):
     """Every test passes, but the row's update was refused: a CI job must notice."""
-    suite.real_baselines()
+    suite.shipped_rows()
     result = suite.run(*ARGS, "-k", PASS_ROW, "--update-baselines")
     assert result.parseoutcomes().get("passed") == 1
     assert f"baseline NOT stored: {PASS_ROW}: replayed example logs" in "\n".join(result.outlines)
@@ -131,7 +131,7 @@ def test_a_refused_update_fails_the_session(suite):
 
 
 def test_an_update_the_baselines_file_refuses_fails_the_session(suite, monkeypatch):
-    suite.real_baselines()
+    suite.shipped_rows()
     before = _files(suite)
 
     def refuse(folder, updates):
@@ -145,6 +145,6 @@ def test_an_update_the_baselines_file_refuses_fails_the_session(suite, monkeypat
 
 
 def test_a_stored_update_keeps_exit_status_0(suite):
-    suite.real_baselines()
+    suite.shipped_rows()
     result = suite.run(*ARGS, "-k", PASS_ROW, "--update-baselines", "--accept-regressions")
     assert result.ret == 0 and "baselines updated in" in "\n".join(result.outlines)

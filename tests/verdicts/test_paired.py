@@ -17,6 +17,7 @@ from rowfactory import make_row
 
 from perfgate import stats
 from perfgate.catalog import Baseline, Provenance, Row
+from perfgate.catalog.provenance import SHIPPED_DIR
 from perfgate.logs import Step, StepSeries
 from perfgate.runs import Diagnosis, RunRecord, RunResult
 from perfgate.verdicts import pairs_rule
@@ -288,7 +289,7 @@ def test_pairs_of_whole_second_stamps_keep_their_se_floor(tmp_path: Path) -> Non
     the paired sigma the prior's alone; each run brings the stamps' precision (#21 leftover)."""
     from perfgate import catalog, logs
 
-    base_dir = Path(__file__).resolve().parents[2] / "baselines"
+    base_dir = SHIPPED_DIR
     row = catalog.load_catalog(base_dir).by_id["lora-llama3_8b-h100-bf16-1gpu-tp1fsdp-automodel"]
     row = replace(row, gbs=8)  # 8 x 4096 tokens in 2 s: a step one H100 can run
     stamps = "\n".join(

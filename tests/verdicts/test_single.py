@@ -10,6 +10,7 @@ import pytest
 from rowfactory import make_row
 
 from perfgate import catalog, logs, verdicts
+from perfgate.catalog.provenance import SHIPPED_DIR
 from perfgate.logs import StepSeries
 from perfgate.runs import RunRecord, RunResult
 from perfgate.verdicts.single import measure
@@ -33,9 +34,7 @@ def test_torchtitan_memory_reaches_the_measured_peak():
 def test_times_from_whole_second_stamps_keep_their_se_floor_in_the_verdict():
     """#21 item 1: a window mean of whole-second stamps is equal step times, whose batch-means
     SE is 0; the verdict's SE is the stamps' own precision instead."""
-    row = catalog.load_catalog(LOGS.parents[2] / "baselines").by_id[
-        "lora-llama3_8b-h100-bf16-1gpu-tp1fsdp-automodel"
-    ]
+    row = catalog.load_catalog(SHIPPED_DIR).by_id["lora-llama3_8b-h100-bf16-1gpu-tp1fsdp-automodel"]
     row = replace(row, gbs=8)  # 8 x 4096 tokens in 2 s: a step one H100 can run
     stamps = "\n".join(
         f"2026-05-17 04:{40 + (2 * k) // 60:02d}:{(2 * k) % 60:02d} | INFO | root | step {k} | "

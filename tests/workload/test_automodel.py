@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from rowfactory import as_row
 
+from perfgate.catalog.provenance import SHIPPED_DIR
 from perfgate.errors import ConfigError
 from perfgate.logs import stepfile
 from perfgate.workload import dispatch
@@ -34,7 +35,7 @@ FAKE = HERE / "fake_automodel"
 
 def automodel_rows() -> list[dict]:
     rows = []
-    for path in sorted((REPO / "baselines").glob("*.json")):
+    for path in sorted((SHIPPED_DIR).glob("*.json")):
         data = json.loads(path.read_text())
         items = data if isinstance(data, list) else data.get("rows", [])
         rows += [r for r in items if r.get("backend") == "automodel"]

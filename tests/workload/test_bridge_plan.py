@@ -10,6 +10,7 @@ import pytest
 from rowfactory import as_row
 
 from perfgate.catalog import load_catalog
+from perfgate.catalog.provenance import SHIPPED_DIR
 from perfgate.errors import ConfigError
 from perfgate.logs import stepfile
 from perfgate.workload import dispatch
@@ -187,7 +188,7 @@ def test_dry_run_and_login_check_need_no_bridge() -> None:
 
 
 def _bridge_rows() -> list:
-    return [r for r in load_catalog(REPO / "baselines").rows if r.backend == "megatron_bridge"]
+    return [r for r in load_catalog(SHIPPED_DIR).rows if r.backend == "megatron_bridge"]
 
 
 def test_every_bridge_row_checks_the_whole_path_without_bridge() -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from perfgate.catalog import BACKENDS
 from perfgate.logs import stepfile
 from perfgate.workload import dispatch
 from perfgate.workload.runtime import RANK0_LOG, STEPS_FILE, RankInfo
@@ -183,9 +184,9 @@ def test_unknown_backend_is_recorded_as_a_config_error(command_spec) -> None:
     rec = _record(spec)
     assert rec.status == "failed" and rec.backend == "megatron_lm"
     assert rec.error == (
-        "job/spec.json: field 'row.backend' is 'megatron_lm'; known: "
-        "nemo2, megatron_bridge, automodel, megatron_core, command"
+        f"job/spec.json: field 'row.backend' is 'megatron_lm'; known: {', '.join(BACKENDS)}"
     )
+    assert {"nemo2", "megatron_bridge", "automodel", "megatron_core", "command"} <= set(BACKENDS)
 
 
 def test_rank_and_perfgate_variables_reach_the_command(command_spec, tmp_path) -> None:

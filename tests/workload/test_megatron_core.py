@@ -10,9 +10,9 @@ import math
 import os
 
 import pytest
-from testutil import REPO
 
 from perfgate import catalog, flops
+from perfgate.catalog.provenance import SHIPPED_DIR
 from perfgate.errors import ConfigError
 from perfgate.logs import parse_text
 from perfgate.workload import backends
@@ -33,7 +33,7 @@ ROW = "pretrain-llama32_1b-h100-bf16-1gpu-tp1-megatron_core"
 
 
 def row(**changes):
-    base = catalog.load_catalog(REPO / "baselines").get(ROW)
+    base = catalog.load_catalog(SHIPPED_DIR).get(ROW)
     return dataclasses.replace(base, **changes)
 
 

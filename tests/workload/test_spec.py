@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from perfgate.catalog import load_catalog, row_to_dict
+from perfgate.catalog.provenance import SHIPPED_DIR
 from perfgate.errors import ConfigError
 from perfgate.workload.spec import SCHEMA, WorkloadSpec
 
@@ -16,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_every_catalog_row_survives_the_spec_as_the_same_row(tmp_path: Path) -> None:
-    rows = load_catalog(REPO / "baselines").rows
+    rows = load_catalog(SHIPPED_DIR).rows
     assert len(rows) > 50
     for row in rows:
         spec = WorkloadSpec(row=row, steps=7, output_dir=str(tmp_path), overrides={"a.b": 1})
@@ -27,7 +28,7 @@ def test_every_catalog_row_survives_the_spec_as_the_same_row(tmp_path: Path) -> 
 
 
 def test_the_row_is_written_in_the_catalog_form_with_defaults_left_out(tmp_path: Path) -> None:
-    row = load_catalog(REPO / "baselines").rows[0]
+    row = load_catalog(SHIPPED_DIR).rows[0]
     data = json.loads(WorkloadSpec(row=row, steps=5, output_dir="/out").to_json())
     assert data["schema"] == SCHEMA == "perfgate.workload/2"
     assert data["row"] == {k: v for k, v in row_to_dict(row).items() if k != "baseline"}

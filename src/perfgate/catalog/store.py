@@ -146,29 +146,21 @@ def write_atomic(path: Path, text: str) -> None:
     atomic.write_text(path, text)
 
 
-def _apply(path: Path, updates: Mapping[str, Baseline]) -> str:
-    """Under the file's lock: re-read, set the baselines, write if changed; return the diff."""
+def _rewrite(path: Path, change: Callable[[list[Row]], list[Row]]) -> tuple[str, str]:
+    """Under the file's lock: re-read, change the rows, write the canonical text if it differs.
+
+    Returns (old text, new text). Every writer goes through here, so a file perfgate wrote is
+    always in the one canonical form (dump_rows), whatever wrote it.
+    """
     try:
         with lock_for(path):
             # A writer killed mid-write (kill -9) left its temp file: no writer holds the
             # lock now, so it is garbage (.gitignore covers it meanwhile).
             atomic.remove_leftovers(path)
             old_text = inputs.read_text(path, ConfigError)
-            rows = load_file(path)
-            ids = {r.id for r in rows}
-            missing = sorted(set(updates) - ids)
-            if missing:
-                raise ConfigError(f"{path}: row {missing[0]}: no longer in this file")
-            new_rows: list[Row] = []
-            for row in rows:
-                if row.id in updates:
-                    row = replace(row, baseline=updates[row.id])
-                    validate.validate_row(row, f"{path}: row {row.id}")
-                new_rows.append(row)
-            new_text = dump_rows(new_rows)
-            if new_text == old_text:
-                return ""
-            write_atomic(path, new_text)
+            new_text = dump_rows(change(load_file(path)))
+            if new_text != old_text:
+                write_atomic(path, new_text)
     except TimeoutError:  # filelock.Timeout
         raise PerfgateError(
             f"{path}: could not lock {path}.lock within {LOCK_TIMEOUT_S:.0f} s"
@@ -178,6 +170,10 @@ def _apply(path: Path, updates: Mapping[str, Baseline]) -> str:
             f"{path}: cannot write the new baselines ({e.strerror or e}): make "
             f"{path.parent} writable, or rerun with --baselines-dir pointing at a copy"
         ) from None
+    return old_text, new_text
+
+
+def _diff(path: Path, old_text: str, new_text: str) -> str:
     diff = difflib.unified_diff(
         old_text.splitlines(keepends=True),
         new_text.splitlines(keepends=True),
@@ -185,6 +181,37 @@ def _apply(path: Path, updates: Mapping[str, Baseline]) -> str:
         tofile=f"b/{path}",
     )
     return "".join(diff)
+
+
+def _apply(path: Path, updates: Mapping[str, Baseline]) -> str:
+    """Set these rows' baselines in one file; return the diff."""
+
+    def change(rows: list[Row]) -> list[Row]:
+        missing = sorted(set(updates) - {r.id for r in rows})
+        if missing:
+            raise ConfigError(f"{path}: row {missing[0]}: no longer in this file")
+        new_rows: list[Row] = []
+        for row in rows:
+            if row.id in updates:
+                row = replace(row, baseline=updates[row.id])
+                validate.validate_row(row, f"{path}: row {row.id}")
+            new_rows.append(row)
+        return new_rows
+
+    return _diff(path, *_rewrite(path, change))
+
+
+def format_file(path: str | Path, *, write: bool = True) -> bool:
+    """Bring one baselines file to the canonical form (`perfgate fmt`); True if it was not.
+
+    The canonical form is dump_rows' text: a JSON list, 2-space indent, keys in ROW_KEYS order
+    with defaults left out, non-ASCII kept, one final newline: what --update-baselines writes.
+    """
+    path = Path(path)
+    if not write:
+        return inputs.read_text(path, ConfigError) != dump_rows(load_file(path))
+    old_text, new_text = _rewrite(path, lambda rows: rows)
+    return old_text != new_text
 
 
 def update_baselines(directory: str | Path, updates: Mapping[str, Baseline]) -> str:

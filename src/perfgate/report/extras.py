@@ -1,5 +1,6 @@
 """The detail block of a row in the report: verdict line, baseline provenance, plot, A/B
-pairs, and folded details (statistics, repro command, scripts, recipe, log tail).
+pairs, and folded details (statistics, repro command, scripts, recipe, log tail); and the
+stub that stands for it in pytest-html's data (perfgate.report.lazy keeps the blocks).
 
 pytest-html inserts "html" extras with innerHTML; everything that may come from rows, jobs or
 logs is escaped here. One html extra per row (no image or link extras): the plot is inline
@@ -17,7 +18,7 @@ from perfgate.report.ab import ab_html
 from perfgate.report.confirmation import confirmation_html, where_html
 from perfgate.report.phases import versus_baseline_html
 from perfgate.report.plot import svg_for_record
-from perfgate.report.trend import trend_svg
+from perfgate.report.trend import record_svg
 from perfgate.rowrecord import RowRecord
 
 
@@ -114,7 +115,7 @@ def detail_html(rec: RowRecord) -> str:
         parts.append(confirmation_html(rec))
     if rec.get("trend"):  # the row's history, tonight included, with its change points
         base = rec.get("baseline") or {}
-        svg = trend_svg(rec["row_id"], rec["trend"], base.get("step_time_s"), rec.get("tolerance"))
+        svg = record_svg(rec["row_id"], rec["trend"], base.get("step_time_s"), rec.get("tolerance"))
         parts.append(f'<div class="pg-plot pg-trend">{svg}</div>')
     if ab_html(rec):
         parts.append(ab_html(rec))
@@ -143,6 +144,22 @@ def detail_html(rec: RowRecord) -> str:
     return f'<div class="pg-row">{"".join(parts)}</div>'
 
 
+def detail_id(row_id: str) -> str:
+    """The id of the element that holds a row's detail block in the page (report.lazy)."""
+    return "pg-d-" + row_id
+
+
+def detail_stub(rec: RowRecord) -> str:
+    """Where a row's detail block goes: the page's script fills it in from the block stored
+    under detail_id (report.lazy) when the row is open and near the view. The blocks come with
+    the session's end: a page pytest-html writes before (generate_report_on_test) says so."""
+    return (
+        f'<div class="pg-detail" data-detail="{escape(detail_id(rec["row_id"]))}">'
+        "<p>This row's details come with the finished report.</p></div>"
+    )
+
+
 def extras_for(rec: RowRecord) -> list[dict[str, Any]]:
-    """The pytest-html extras of one row record: its detail block."""
-    return [_html(detail_html(rec))]
+    """The pytest-html extras of one row record: the stub of its detail block (pytest-html
+    draws every extra of every row on every click; the block itself waits in the page)."""
+    return [_html(detail_stub(rec))]

@@ -21,7 +21,7 @@ from typing import Any
 from pytest_html import __version__ as pytest_html_version
 from pytest_html.util import _process_css, _read_template
 
-from perfgate.report import signoff, table
+from perfgate.report import lazy, signoff, table
 from perfgate.report.environment import environment
 from perfgate.report.extras import extras_for
 from perfgate.rowrecord import RowRecord
@@ -81,13 +81,12 @@ td.col-result.pg-amber{color:#a15c00;background:none}
 td.col-result.pg-blue{color:#0b3d91;background:none}
 td.col-result.pg-green{color:#2e7d32;background:none}
 td.col-result.pg-grey{color:#555;background:none}
-#results-table tbody:has(td.col-verdict.pg-red)>tr.collapsible>td:first-child{
- border-left:6px solid #c62828}
-#results-table tbody:has(td.col-verdict.pg-amber)>tr.collapsible>td:first-child{
- border-left:6px solid #e0a000}
-#results-table tbody:has(td.col-verdict.pg-blue)>tr.collapsible>td:first-child{
- border-left:6px solid #1565c0}
-.logwrapper:not(:has(.log)){display:none}
+#results-table td.col-result.pg-red{border-left:6px solid #c62828}
+#results-table td.col-result.pg-amber{border-left:6px solid #e0a000}
+#results-table td.col-result.pg-blue{border-left:6px solid #1565c0}
+.logwrapper>.logexpander:only-child{display:none}
+.pg-detail:not([data-pg-filled]){min-height:30em}
+.pg-pager{order:3;margin:6px 0;font-size:13px;color:#222}.pg-pager a{color:#0b3d91}
 .pg-row{color:#222;font-size:13px}
 .pg-row p{margin:4px 0}
 .pg-line{padding:4px 8px;font-weight:bold}
@@ -150,33 +149,14 @@ def log_lines(rec: Record) -> list[str]:
     return [escape(error) + "\n"] if error else []
 
 
-# pytest-html collapses every passed row; the rows the sign-off lists to look at (INCONCLUSIVE,
-# NO_BASELINE, SHIFT, IMPROVEMENT: passed, not green) start open, through pytest-html's own
-# toggle so its state (and "Hide all details") still works. Runs once its table is drawn.
-OPEN_SCRIPT = """<script>
-document.addEventListener("DOMContentLoaded", function () {
-  var done = {};
-  for (var n = 0; n < 10000; n++) {
-    var cell = null;
-    document.querySelectorAll("#results-table tbody").forEach(function (t) {
-      var v = t.querySelector("td.col-verdict");
-      var r = t.querySelector("tr.collapsible > td.col-result.collapsed");
-      if (!cell && v && r && !/pg-green/.test(v.className) && !done[r.parentNode.dataset.id]) {
-        cell = r;
-      }
-    });
-    if (!cell) break;
-    done[cell.parentNode.dataset.id] = true;
-    cell.click();
-  }
-});
-</script>"""
-
-
 def summary_html(records: Sequence[Record], session: dict[str, Any]) -> str:
-    """The summary prefix: the report's style, then the sign-off block, then the script that
-    opens the rows to look at."""
-    return f"<style>{CSS}</style>" + signoff.signoff_html(records, session) + OPEN_SCRIPT
+    """The summary prefix: the report's style, the sign-off block, then the table's detail
+    blocks and the script that fills them in, opens the rows to look at and pages the table
+    (perfgate.report.lazy)."""
+    shown = table.worst_first(r for r in records if in_table(r))  # one order, either way
+    return (
+        f"<style>{CSS}</style>" + signoff.signoff_html(records, session) + lazy.page_script(shown)
+    )
 
 
 def environment_entries(records: Sequence[Record], session: dict[str, Any]) -> dict[str, str]:

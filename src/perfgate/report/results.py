@@ -113,6 +113,8 @@ def record(
     }
     if ev is None:
         return mask_tree(rec)
+    if ev.trend is not None:  # the history the verdict searched, with its change points
+        rec["trend"] = ev.trend
     if ev.measured is not None:
         m = asdict(ev.measured)
         m["window"] = list(ev.measured.window)

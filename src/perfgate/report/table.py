@@ -49,10 +49,12 @@ def rank(verdict: str) -> int:
 
 def order_key(rec: Record) -> str:
     """The worst-first key of a row as one string: verdict rank, then the largest slowdown
-    first, then the row id (pytest-html's initial sort compares these strings)."""
+    first, then the row id (pytest-html's initial sort compares these strings). It ends in a
+    space, below every character of an id: pytest-html compares the cell's HTML, where the key
+    is followed by '</span>', and "m8</span>" would sort after "m85</span>"."""
     delta = (rec.get("comparison") or {}).get("delta")
     by_delta = sort_key(-delta) if delta is not None else "~"
-    return f"{rank(rec.get('verdict', '')):02d} {by_delta} {rec.get('row_id', '')}"
+    return f"{rank(rec.get('verdict', '')):02d} {by_delta} {rec.get('row_id', '')} "
 
 
 def _m(rec: Record, key: str) -> Any:

@@ -1,8 +1,10 @@
 """A row's history for people: one line per session, and its trend plot with change points.
 
-`perfgate history ROW` prints trend_lines and writes trend_svg / trend_html; the report can
-call trend_svg for a row (the same SVG style as its step-time plots, stdlib only). Input is
-plain data from perfgate.history.store: its runs(row_id) dicts.
+`perfgate history ROW` prints trend_lines and writes trend_svg / trend_html from the store's
+runs(row_id) dicts, searching them for change points once. The report draws a row's trend
+from its record (record_svg): the points and change points the session found, handed on by
+the verdict (verdicts.nightly.trend_record); it never searches a history. Same SVG style as
+the step-time plots, stdlib only.
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ def _trend_runs(runs: Sequence[dict[str, Any]]) -> list[int]:
     return [
         i
         for i, r in enumerate(runs)
-        if r["steady"]
-        and r["step_time_s"]
-        and r["cause"] is None
-        and r["excluded"] is None
-        and r["mode"] in ("stored", "repeat")
+        if r.get("steady")
+        and r.get("step_time_s")
+        and r.get("cause") is None
+        and r.get("excluded") is None
+        and r.get("mode") in ("stored", "repeat")
     ]
 
 
@@ -76,60 +78,79 @@ def trend_lines(row_id: str, runs: Sequence[dict[str, Any]], baseline_s: float |
     return out
 
 
+def _seconds(x: Any) -> float:
+    """A point's step time; what is not a number is drawn as not finite (named, not plotted)."""
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else math.nan
+
+
+def _svg(
+    row_id: str,
+    points: Sequence[dict[str, Any]],
+    cps: Sequence[tuple[int, float]] | None,
+    baseline_s: float | None,
+    tolerance: float | None,
+) -> str:
+    """The plot of a trend's points (step_time_s, started_at, image) and its change points
+    ((index of the first point after it, p value)); None: not known (said in the title)."""
+    xy = [(k, _seconds(p.get("step_time_s"))) for k, p in enumerate(points)]
+    marks = []
+    for n, (index, p_value) in enumerate(cps or (), start=1):
+        first = points[index]
+        when = "this session" if first.get("tonight") else str(first.get("started_at") or "")[:10]
+        label = f"{when} {first.get('image') or ''}".strip()
+        marks.append(
+            Mark(
+                index - 0.5,
+                f"change from {label} (p {p_value:.3f})",
+                f"change point {n}" if len(cps or ()) > 1 else "change point",
+                f"change point, p {p_value:.3f}",
+            )
+        )
+    unknown = "; change points not recorded" if cps is None else ""
+    return step_time_svg(
+        [Trace("steady step time per run", xy, dots=True)],
+        f"{row_id}: history ({len(xy)} runs{unknown})",
+        baseline_s=baseline_s,
+        tolerance=tolerance,
+        x_label="run in the history (oldest first)",
+        marks=marks if len(xy) >= 2 else (),
+    )
+
+
 def trend_svg(
     row_id: str,
     runs: Sequence[dict[str, Any]],
     baseline_s: float | None = None,
     tolerance: float | None = None,
 ) -> str:
-    """The trend plot: steady step time per run (oldest first), the baseline band, and a line
-    before the first run after each change point (named in the legend: date and container)."""
+    """The trend plot of a row's stored runs (`perfgate history --plot`): steady step time per
+    run (oldest first), the baseline band, and a line before the first run after each change
+    point (named in the legend: date and container)."""
     idx, cps = analyse(runs)
-    points = [(k, runs[i]["step_time_s"]) for k, i in enumerate(idx)]
-    marks = []
-    for n, c in enumerate(cps, start=1):
-        first = runs[idx[c.index]]
-        label = f"{first['started_at'][:10]} {first['image'] or ''}".strip()
-        marks.append(
-            Mark(
-                c.index - 0.5,
-                f"change from {label} (p {c.p_value:.3f})",
-                f"change point {n}" if len(cps) > 1 else "change point",
-                f"change point, p {c.p_value:.3f}",
-            )
-        )
-    return step_time_svg(
-        [Trace("steady step time per run", points, dots=True)],
-        f"{row_id}: history ({len(points)} runs)",
-        baseline_s=baseline_s,
-        tolerance=tolerance,
-        x_label="run in the history (oldest first)",
-        marks=marks if len(points) >= 2 else (),
-    )
+    points = [runs[i] for i in idx]
+    return _svg(row_id, points, [(c.index, c.p_value) for c in cps], baseline_s, tolerance)
 
 
-# What results.json keeps of each stored run for the report's trend plot.
-TREND_FIELDS = (
-    "session_id",
-    "started_at",
-    "job_id",
-    "image",
-    "step_time_s",
-    "steady",
-    "cause",
-    "excluded",
-    "mode",
-    "verdict",
-    "label",
-)
-
-
-def trend_record(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]] | None:
-    """A row's stored runs as results.json keeps them for its trend, or None when the history
-    has fewer than two points of a trend for the row."""
-    if len(_trend_runs(runs)) < 2:
-        return None
-    return [{k: r.get(k) for k in TREND_FIELDS} for r in runs]
+def record_svg(
+    row_id: str,
+    trend: dict[str, Any] | list[dict[str, Any]],
+    baseline_s: float | None = None,
+    tolerance: float | None = None,
+) -> str:
+    """The trend plot of a results.json record's "trend", with the change points the session
+    found (no search here). A results.json written before they were kept holds the stored
+    runs only: their trend is drawn without change points, and its title says so."""
+    if isinstance(trend, list):
+        return _svg(row_id, [trend[i] for i in _trend_runs(trend)], None, baseline_s, tolerance)
+    points = trend.get("points") or []
+    cps = [
+        (c["index"], c["p_value"])
+        for c in trend.get("change_points") or ()
+        if isinstance(c.get("index"), int)
+        and 0 < c["index"] < len(points)
+        and isinstance(c.get("p_value"), (int, float))
+    ]
+    return _svg(row_id, points, cps, baseline_s, tolerance)
 
 
 def trend_html(

@@ -200,7 +200,7 @@ class SessionHooks:
         if self.xdist_checked:
             return
         self.xdist_checked = True
-        rows = selection.rows_of_ids(self.state.catalog, ids)
+        rows = selection.rows_of_ids(self.state.catalog, ids, node.config.rootpath)
         self.state.preflight_overrides(rows)
         if self.state.settings.mode == "live" and rows:
             self.state.preflight_submit(rows)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -140,13 +141,32 @@ def row_of(item: pytest.Item) -> Row | None:
     return row if isinstance(row, Row) else None
 
 
-def rows_of_ids(cat: catalog.Catalog, nodeids: Iterable[str]) -> list[Row]:
-    """The rows of collected test ids (path::test[row id]), in id order; others are ignored."""
+def _asks_for_rows(path: Path) -> bool:
+    """Whether a test module takes the row argument (only its tests can be rows)."""
+    try:
+        with path.open("rb") as f:
+            return ROW_ARG.encode() in f.read(1 << 20)
+    except OSError:
+        return False
+
+
+def rows_of_ids(cat: catalog.Catalog, nodeids: Iterable[str], rootdir: Path) -> list[Row]:
+    """The rows of collected test ids (path::test[row id]), in id order; others are ignored.
+
+    The xdist controller sees only ids, so a test elsewhere that happens to be parametrized
+    by a row id (the suite's own tests are) must not count: only modules that take the row
+    argument hold rows."""
     out = []
+    asks: dict[str, bool] = {}
     for nodeid in nodeids:
         param = nodeid.rsplit("[", 1)[1][:-1] if nodeid.endswith("]") else None
         row = cat.by_id.get(param) if param else None
-        if row is not None:
+        if row is None:
+            continue
+        file = nodeid.split("::", 1)[0]
+        if file not in asks:
+            asks[file] = _asks_for_rows(rootdir / file)
+        if asks[file]:
             out.append(row)
     return out
 

@@ -24,7 +24,8 @@ from perfgate import catalog, launch, verdicts
 from perfgate.catalog import Row
 from perfgate.charset import for_terminal
 from perfgate.errors import PerfgateError
-from perfgate.report import dryrun, sessionfiles, signoff, table, trend
+from perfgate.history.trend import change_points, logs_of
+from perfgate.report import dryrun, sessionfiles, signoff, table
 from perfgate.report.environment import environment
 from perfgate.rowrecord import RowRecord
 from perfgate.runs import RunResult
@@ -35,6 +36,7 @@ from perfgate.suite.recording import HistoryRecorder
 from perfgate.suite.settings import Settings
 from perfgate.verdicts import Evaluation
 from perfgate.verdicts.confirm import combine, wants_confirmation
+from perfgate.verdicts.nightly import trend_record
 from perfgate.verdicts.paired import evaluate_ab
 from perfgate.verdicts.pairs_rule import PairsRule
 from perfgate.workload import validate
@@ -322,11 +324,20 @@ class PerfgateState:
         if self.results is None:
             self.results = self.results_file()
         self.recorder.add(rec)
-        if rec.get("verdict") not in ("SKIPPED", DRY_RUN):
-            rec["trend"] = trend.trend_record(self.recorder.runs(rec["row_id"]))
+        if rec.get("verdict") not in ("SKIPPED", DRY_RUN) and rec.get("trend") is None:
+            rec["trend"] = self.trend_of(rec["row_id"])
         self.results.add(rec)
         if self.settings.mode == "live":
             say(self.config, f"perfgate: {rec['row_id']} done: {rec['verdict']}")
+
+    def trend_of(self, row_id: str) -> dict[str, Any] | None:
+        """The trend of a row whose verdict searched no history (INFRA, NO_BASELINE, A/B):
+        its stored points, tonight's among them once stored, searched here, once a session.
+        A verdict that searched one hands its own on (Evaluation.trend)."""
+        points = self.recorder.points(row_id)
+        if len(points) < 2:
+            return None
+        return trend_record(points, (), change_points(logs_of(points)))
 
     def results_file(self) -> sessionfiles.ResultsFile:
         """This session's own results.json (the results-dir's results.json follows live and

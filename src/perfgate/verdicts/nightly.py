@@ -13,6 +13,8 @@ history, tonight included, is searched for a persistent step the baseline has no
     else                                        -> tonight's verdict
 
 The step names the first session after the change (its date, job, container, versions).
+The series searched and its change points are handed on with the verdict (Judged.trend): the
+report draws them, and never searches a history again.
 """
 
 from __future__ import annotations
@@ -39,6 +41,40 @@ class Judged:
     comparison: stats.Comparison
     history: dict[str, Any] | None
     note: str = ""
+    trend: dict[str, Any] | None = None  # trend_record of the series searched
+
+
+# What the report keeps of each point of a trend (results.json "trend": points).
+TREND_FIELDS = ("session_id", "started_at", "job_id", "image", "step_time_s", "verdict", "label")
+
+
+def trend_record(
+    points: Sequence[trend.Point],
+    tonight_s: Sequence[float],
+    cps: Sequence[trend.ChangePoint],
+) -> dict[str, Any] | None:
+    """A row's trend as results.json keeps it for the report: its history's points, oldest
+    first, then tonight's steady runs (no session yet: "tonight"), and the change points the
+    search found on them (indices into points); None below two points."""
+    if len(points) + len(tonight_s) < 2:
+        return None
+    rows = [
+        {
+            "session_id": p.session_id,
+            "started_at": p.started_at,
+            "job_id": p.job_id,
+            "image": p.container,
+            "step_time_s": p.step_time_s,
+            "verdict": p.verdict,
+            "label": p.label,
+        }
+        for p in points
+    ]
+    rows += [{**dict.fromkeys(TREND_FIELDS), "step_time_s": t, "tonight": True} for t in tonight_s]
+    return {
+        "points": rows,
+        "change_points": [{"index": c.index, "p_value": c.p_value} for c in cps],
+    }
 
 
 def stored_at(base: Baseline) -> str | None:
@@ -109,8 +145,9 @@ def judge(
         "change_points": [],
         "step": None,
     }
+    searched = trend_record(points, [math.exp(x) for x in tonight], cps)
     if not tonight:
-        return Judged(comp.verdict, "stored", comp, info)
+        return Judged(comp.verdict, "stored", comp, info, trend=searched)
     info["change_points"] = [
         {"index": c.index, "p_value": c.p_value, "session_id": _point(points, c.index)} for c in cps
     ]
@@ -126,19 +163,19 @@ def judge(
         alpha=noise.alpha,
     )
     if step is None:
-        return Judged(comp.verdict, "stored", comp, info)
+        return Judged(comp.verdict, "stored", comp, info, trend=searched)
     first = points[step.index] if step.index < len(points) else None
     step = trend.Step(**{**step.__dict__, "first": first})
     info["step"] = step.to_dict()
     where = _first_session_text(first)
     note = f"{step.reason}; first session after the change: {where}"
     if comp.verdict == REGRESSION:
-        return Judged(REGRESSION, "stored", comp, info, note)
+        return Judged(REGRESSION, "stored", comp, info, note, searched)
     if step.verdict == REGRESSION:
-        return Judged(REGRESSION, "history", comp, info, note)
+        return Judged(REGRESSION, "history", comp, info, note, searched)
     if step.verdict == trend.SHIFT and comp.verdict in (PASS, INCONCLUSIVE):
-        return Judged(trend.SHIFT, "history", comp, info, note)
-    return Judged(comp.verdict, "stored", comp, info)
+        return Judged(trend.SHIFT, "history", comp, info, note, searched)
+    return Judged(comp.verdict, "stored", comp, info, trend=searched)
 
 
 MIN_LEVEL_RUNS = 3  # history runs since the baseline that may join its level

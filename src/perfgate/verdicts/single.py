@@ -84,6 +84,9 @@ class Evaluation:
     # perfgate.verdicts.confirm builds it, results.json keeps it), and their evaluations.
     confirmation: dict[str, Any] | None = None
     confirmed_by: tuple[Evaluation, ...] = ()
+    # The row's trend as the verdict searched it, tonight included: points and change points
+    # (JSON-ready: verdicts.nightly.trend_record; results.json keeps it as "trend").
+    trend: dict[str, Any] | None = None
 
     @property
     def delta(self) -> float | None:
@@ -294,6 +297,7 @@ def evaluate(
         result=result,
         series=series,
         history=judged.history,
+        trend=judged.trend,
         **common,
     )
 

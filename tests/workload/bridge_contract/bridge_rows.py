@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from rowfactory import as_row
 
 from perfgate.catalog import Row
+from perfgate.catalog.provenance import SHIPPED_DIR
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -34,7 +35,7 @@ def device(gpu: str) -> SimpleNamespace:
 def bridge_rows() -> list[Row]:
     """Every megatron_bridge row of baselines/*.json, plus this suite's own rows."""
     rows = json.loads((HERE / "own_rows.json").read_text())
-    for path in sorted((REPO / "baselines").glob("*.json")):
+    for path in sorted((SHIPPED_DIR).glob("*.json")):
         data = json.loads(path.read_text())
         items = data if isinstance(data, list) else data.get("rows", [])
         rows += [r for r in items if r.get("backend") == "megatron_bridge"]

@@ -17,6 +17,7 @@ from megatron.core.pipeline_parallel import get_forward_backward_func
 from megatron.core.transformer.transformer_config import TransformerConfig
 
 from perfgate import catalog
+from perfgate.catalog.provenance import SHIPPED_DIR
 from perfgate.errors import ConfigError
 from perfgate.workload.megatron_core.configs import (
     FIELDS,
@@ -46,7 +47,7 @@ B = {
 
 
 def row(**changes):
-    base = catalog.load_catalog(REPO / "baselines").get(ROW)
+    base = catalog.load_catalog(SHIPPED_DIR).get(ROW)
     return dataclasses.replace(base, **changes)
 
 

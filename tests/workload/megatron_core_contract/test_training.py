@@ -13,6 +13,7 @@ from megatron.core.transformer.transformer_config import TransformerConfig
 from torch.utils.flop_counter import FlopCounterMode
 
 from perfgate import catalog
+from perfgate.catalog.provenance import SHIPPED_DIR
 from perfgate.logs import parse_text, stepfile
 from perfgate.workload import dispatch
 from perfgate.workload.megatron_core.attention import SDPAttention
@@ -33,7 +34,7 @@ RECOMPUTE_ONE = {
 
 
 def cpu_row():
-    row = catalog.load_catalog(REPO / "baselines").get(
+    row = catalog.load_catalog(SHIPPED_DIR).get(
         "pretrain-llama32_1b-h100-bf16-1gpu-tp1-megatron_core"
     )
     return dataclasses.replace(row, **CPU_SHAPE, overrides=CPU_OVERRIDES)

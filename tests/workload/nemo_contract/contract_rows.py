@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from perfgate.catalog import Row
+from perfgate.catalog.provenance import SHIPPED_DIR
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -17,7 +18,7 @@ from rowfactory import as_row  # noqa: E402
 def contract_rows() -> list[Row]:
     """Every nemo2 row of baselines/*.json, plus NVIDIA's recommended configs of seed 000."""
     rows = json.loads((HERE / "seed_rows.json").read_text())
-    for path in sorted((REPO / "baselines").glob("*.json")):
+    for path in sorted((SHIPPED_DIR).glob("*.json")):
         data = json.loads(path.read_text())
         items = data if isinstance(data, list) else data.get("rows", [])
         rows += [r for r in items if r.get("backend", "nemo2") == "nemo2"]

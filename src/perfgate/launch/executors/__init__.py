@@ -17,7 +17,7 @@ REGISTRY: dict[str, Callable[[], Executor]] = {
     "slurm": SlurmExecutor,
     "local": LocalExecutor,
 }
-EXECUTORS = tuple(REGISTRY)  # --executor's choices, the default first
+EXECUTORS = tuple(REGISTRY)  # --executor's choices; the default (slurm) is named in the option
 
 
 def executor_for(name: str) -> Executor:
