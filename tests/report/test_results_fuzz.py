@@ -151,7 +151,7 @@ def test_the_rows_log_of_an_unfinished_session_is_read_the_same_way(tmp_path, tm
 def test_what_a_session_writes_reads_back_typed(suite, mode):
     """The declarations the reader checks against are what sessions write: every record of
     a replay of the examples and of a dry run passes the door."""
-    suite.real_baselines()
+    suite.shipped_rows()
     args = [f"--replay={EXAMPLES}"] if mode == "replay" else ["--dry-run", "--gpus", "8"]
     suite.run(*args, "-m", "h100")
     path = sessionfiles.session_files(suite.path / "perfgate-results")[-1]
