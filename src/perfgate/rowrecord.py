@@ -60,16 +60,16 @@ class MeasuredRecord(TypedDict):
     """The steady-state numbers of the row's run(s) (verdicts.Measured)."""
 
     step_time_s: Seconds
-    se_s: Annotated[float, non_negative]
-    cv: Annotated[float, non_negative]
+    se_s: Annotated[float, non_negative] | None  # a NaN is written as null
+    cv: Annotated[float, non_negative] | None
     n_steps: Count
     n_steady: Count
     window: tuple[int, int]
     window_method: str
     spike_fraction: Annotated[float, non_negative]
     tokens_per_s_per_gpu: Annotated[float, non_negative]
-    tflops_per_gpu: dict[str, float]  # FLOPs convention -> TFLOP/s per GPU
-    mfu: dict[str, float]  # FLOPs convention -> fraction
+    tflops_per_gpu: dict[str, float | None]  # FLOPs convention -> TFLOP/s per GPU
+    mfu: dict[str, float | None]  # FLOPs convention -> fraction
     peak_tflops: Annotated[float, positive]
     peak_memory_gib: float | None
 
@@ -108,7 +108,7 @@ class _RunEntryKeys(TypedDict):
     log_path: str | None
     format: str | None
     log_interval: Annotated[int, positive]
-    steps: list[tuple[int, float]]  # [step, step_time_s]
+    steps: list[tuple[int, float | None]]  # [step, step_time_s]; a NaN or inf step: null
     slowest: SlowestRecord | None  # the slowest rank its straggler reports name, its node
     phases: PhaseSeriesRecord | None  # logs.phases.PhaseSeries.to_dict(): timer columns
 
