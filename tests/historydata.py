@@ -7,7 +7,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from perfgate.history.store import HistoryStore, Run, Session
+from perfgate.history.sqlite import SqliteStore
+from perfgate.history.store import Run, Session
 
 ROWS = ("pretrain-a", "pretrain-b")
 # What a hand edit, another tool or a hostile writer can leave in one column.
@@ -28,9 +29,9 @@ HOSTILE_SQL = (
 )
 
 
-def build(path: Path) -> HistoryStore:
+def build(path: Path) -> SqliteStore:
     """A history of 3 sessions x 2 rows x 2 launches, on nodes n0..n5 (node_runs finds runs)."""
-    store = HistoryStore(path)
+    store = SqliteStore(path)
     for s in range(3):
         sid = store.start_session(
             Session(mode="live", started_at=f"2026-05-0{s + 1}T01:00:00+00:00", cluster="c1",

@@ -104,3 +104,9 @@ def command_row(
         "time_limit_min": 5,
     }
     return make_row(**{**row, **fields})
+
+
+def core_row(gpu: str = "h100", **fields: Any) -> Row:
+    """The 1-GPU megatron_core row scripts/gpu-check runs (Llama-3.2-1B shape, seq 4096, gbs 4)."""
+    shape = {"num_gpus": 1, "gpus_per_node": 1, "gbs": 4, "mbs": 1, "seq_len": 4096, "tp": 1}
+    return make_row(model="llama32_1b", gpu=gpu, backend="megatron_core", **{**shape, **fields})

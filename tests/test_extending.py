@@ -16,6 +16,7 @@ import pytest
 import siteedits
 from testutil import REPO
 
+pytestmark = pytest.mark.long
 DOC = REPO / "docs" / "extending.md"
 # The tests that name registries (GPUs, formats, backends, executors, the catalog schema): run
 # on the edited copy with each new entry first, they show none holds today's tables instead of

@@ -31,6 +31,7 @@ from perfgate.catalog.provenance import SHIPPED_DIR
 
 REPO = Path(__file__).resolve().parents[1]
 LOGS = REPO / "tests" / "data" / "logs"
+pytestmark = pytest.mark.long  # a whole replay session, 1,000 mutated files
 SEED = 16
 N_MUTATED_ROWS = 1000
 N_MUTATED_LOGS = 1000

@@ -1,7 +1,8 @@
-"""scripts/gpu-check without torch: refusals, the wheel list, the checks' arithmetic, the
-pairs' judgement, the report and the README section.
+"""scripts/gpu-check (tools/gpucheck) without torch: refusals, the wheel lists, the checks'
+arithmetic, the pairs' judgement, the report and the README section.
 
-Its CPU run end to end: tests/workload/test_megatron_core_venv.py (needs .venv-bridge).
+The verdict, the negative controls and the clocks: tests/test_gpu_check_verdict.py. Its CPU
+run end to end: tests/workload/test_megatron_core_venv.py (.venv-bridge and .venv-nemo).
 """
 
 from __future__ import annotations
@@ -18,21 +19,26 @@ import pytest
 from packaging.requirements import Requirement
 from testutil import REPO
 
-sys.path.insert(0, str(REPO / "scripts"))  # gpucheck lives beside the scripts that use it
+sys.path.insert(0, str(REPO / "tools"))  # the GPU check: tools/gpucheck
+sys.path.insert(0, str(REPO / "scripts"))  # the detector data its pair noise is set beside
 
 from gpucheck import checks, pairs, report, runs
-from gpucheck.prepare import (
+from gpucheck.prepare import check_python, check_torch
+from gpucheck.wheels import (
+    LISTS,
     Pin,
     Refused,
-    check_python,
-    check_torch,
     check_wheels,
+    fetch_command,
     prune,
     read_pins,
+    set_pins,
     wheel_files,
 )
+from rowfactory import core_row
 
-from perfgate import catalog, models
+from perfgate import models
+from perfgate.catalog import load_catalog
 from perfgate.catalog.provenance import SHIPPED_DIR
 from perfgate.catalog.rows import Row
 from perfgate.logs import stepfile
@@ -50,12 +56,19 @@ GPU_MACHINE = {
     "implementation_name": "cpython",
     "extra": "",
 }
-PINS = read_pins(REPO / "scripts" / "gpu-wheels.txt")
+PINS = set_pins("common") + set_pins("megatron_core")  # the megatron_core stage's
 ROW = "pretrain-llama32_1b-h100-bf16-1gpu-tp1-megatron_core"
 
 
-def row() -> Row:
-    return catalog.load_catalog(SHIPPED_DIR).get(ROW)
+def row(gpu: str = "h100") -> Row:
+    """The check's megatron_core row (as perfgate's shipped catalog holds it)."""
+    return core_row(gpu)
+
+
+def test_the_factorys_row_is_the_shipped_one():
+    for gpu in ("h100", "h200"):
+        shipped = load_catalog(SHIPPED_DIR).get(ROW.replace("h100", gpu))
+        assert settings_for(shipped) == settings_for(row(gpu))
 
 
 # --- the wheels and the refusals ---------------------------------------------------------------
@@ -75,7 +88,7 @@ def requirements(pin: Pin) -> list[str] | None:
     return installed.requires or [] if installed.version == pin.version else None
 
 
-def test_the_pinned_list_fits_pyproject_and_names_every_dependency():
+def test_the_pinned_lists_fit_pyproject_and_name_every_dependency():
     pinned = {p.key: p for p in PINS}
     assert pinned["megatron_core"].version == "0.19.2"
     tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
@@ -102,7 +115,7 @@ def test_the_pinned_list_fits_pyproject_and_names_every_dependency():
 
 
 def test_missing_wheels_are_named_in_one_line_and_stale_ones_pruned(tmp_path):
-    for pin in PINS[1:]:
+    for pin in PINS[:-1]:
         (tmp_path / f"{pin.key}-{pin.version}-py3-none-any.whl").write_bytes(b"")
     (tmp_path / "pytest-8.0.0-py3-none-any.whl").write_bytes(b"")
     assert [p.name for p in prune(PINS, tmp_path)] == ["pytest-8.0.0-py3-none-any.whl"]
@@ -114,6 +127,27 @@ def test_missing_wheels_are_named_in_one_line_and_stale_ones_pruned(tmp_path):
     )
     (tmp_path / "megatron_core-0.19.2-cp312-cp312-manylinux_2_28_x86_64.whl").write_bytes(b"")
     assert len(check_wheels(PINS, tmp_path)) == len(PINS)
+
+
+def test_a_list_marks_the_pins_built_from_their_sdist(tmp_path):
+    listing = tmp_path / "x.txt"
+    listing.write_text("# a comment\nwget==3.2  # sdist\nfiddle==0.3.1  # the recipe layer\n")
+    wget, fiddle = read_pins(listing)
+    assert (wget.sdist, fiddle.sdist) == (True, False)
+    assert fetch_command("py", wget, tmp_path)[:6] == [
+        "py",
+        "-m",
+        "pip",
+        "wheel",
+        "-q",
+        "--no-deps",
+    ]
+    binary = fetch_command("py", fiddle, tmp_path)
+    assert "--only-binary=:all:" in binary and binary[-1] == "fiddle==0.3.1"
+    assert binary[binary.index("--python-version") + 1] == "3.12"
+    listing.write_text("fiddle>=0.3\n")
+    with pytest.raises(Refused, match=r"x.txt:1: expected name==version, got 'fiddle>=0.3'"):
+        read_pins(listing)
 
 
 @pytest.mark.parametrize(
@@ -146,8 +180,12 @@ def test_the_gpu_picks_its_row():
     assert check_torch({**facts, "gpu_name": "NVIDIA H100 80GB HBM3"}, False) == "h100"
     assert check_torch({**facts, "gpu_name": "NVIDIA H200"}, False) == "h200"
     assert check_torch({"torch": "2.13.0", "gpus": 0}, True) is None
-    with pytest.raises(Refused, match=r"Python 3\.11 runs this, the carried wheels are for 3\.12"):
-        check_python((3, 11))
+    with pytest.raises(Refused) as e:
+        check_python(".gpu-wheels", (3, 11))
+    assert str(e.value) == (
+        "gpu-check: Python 3.11 runs this, the wheels in .gpu-wheels are cp312 builds (give a "
+        "Python 3.12 with torch: --python PATH)"
+    )
 
 
 def test_the_wrapper_refuses_a_missing_or_wrong_interpreter(tmp_path):
@@ -161,10 +199,16 @@ def test_the_wrapper_refuses_a_missing_or_wrong_interpreter(tmp_path):
         "gpu-check: no Python interpreter '/nonexistent/python3' here (give one with --python "
         "PATH)\n",
     )
-    if sys.version_info[:2] != (3, 12):  # the main venv's Python is not the wheels'
+    # --cpu without wheels: the missing wheels are named, not the Python they were built for
+    empty = tmp_path / "no-wheels"
+    empty.mkdir()
+    nothing = run("--cpu", "--python", sys.executable, "--wheels", str(empty))
+    assert nothing.returncode == 2 and nothing.stderr.count("\n") == 1
+    assert nothing.stderr.startswith(f"gpu-check: missing wheels in {empty}: pytest==9.2.0, ")
+    if sys.version_info[:2] != (3, 12) and wheel_files(PINS, LISTS.parents[2] / ".gpu-wheels")[0]:
         wrong = run("--python", sys.executable)
         assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1
-        assert "the carried wheels are for 3.12" in wrong.stderr
+        assert "are cp312 builds (give a Python 3.12 with torch: --python PATH)" in wrong.stderr
 
 
 # --- the checks --------------------------------------------------------------------------------
@@ -180,11 +224,17 @@ def test_timers_agree_within_one_percent_and_say_when_not():
     assert checks.timer_check(host, host[:-1], "x")["status"] == "fail"
 
 
-def test_the_log_matches_steps_json_to_its_print_resolution():
+def test_the_log_matches_steps_json_to_half_a_printed_unit():
     host = [0.123456, 0.3]
-    assert checks.log_check([0, 1], host, [0, 1], [0.1235, 0.3])["status"] == "pass"
-    assert checks.log_check([0, 1], host, [0, 1], [0.1236, 0.3])["status"] == "fail"
-    assert checks.log_check([0, 1], host, [1, 2], host)["status"] == "fail"
+    megatron = checks.log_check([0, 1], host, [0, 1], [0.1235, 0.3], "megatron")  # 123.5 ms
+    assert megatron["status"] == "pass" and megatron["half_unit_s"] == pytest.approx(0.05e-3)
+    assert checks.log_check([0, 1], host, [0, 1], [0.1236, 0.3], "megatron")["status"] == "fail"
+    assert checks.log_check([0, 1], host, [1, 2], host, "megatron")["status"] == "fail"
+    # NeMo 2 prints four significant digits: 0.1235 s, half a unit 0.05 ms; 12.35 s: 5 ms
+    assert checks.print_unit("nemo2", 0.1235) == pytest.approx(1e-4)
+    assert checks.print_unit("nemo2", 12.35) == pytest.approx(1e-2)
+    assert checks.log_check([0], [12.3449], [0], [12.34], "nemo2")["status"] == "pass"
+    assert checks.log_check([0], [12.3449], [0], [12.35], "nemo2")["status"] == "fail"
 
 
 def gemm_flops(arch: models.ModelArch, seq: int, padded_vocab: int) -> tuple[int, int]:
@@ -253,7 +303,7 @@ H200_COUNTED = {
 
 
 def test_a_fused_attention_backward_is_explained_by_its_recomputed_scores():
-    s = settings_for(catalog.load_catalog(SHIPPED_DIR).get(ROW.replace("h100", "h200")))
+    s = settings_for(row("h200"))
     measured = {
         "flops_a": {
             "step": {"total": H200_COUNTED["a_step"], "by_op": H200_COUNTED["by_op"]},
@@ -286,7 +336,24 @@ def test_results_json_figures_are_recomputed_from_steps_json():
     assert checks.results_check(record, host, row())["status"] == "pass"
     record["measured"]["tflops_per_gpu"]["megatron"] *= 1.001
     assert checks.results_check(record, host, row())["status"] == "fail"
-    assert checks.results_check({"verdict": "INFRA"}, host, row())["status"] == "skipped"
+    # no measured values is a failed check with its reason, never a pass
+    infra = checks.results_check({"verdict": "INFRA"}, host, row())
+    assert infra == {
+        "status": "fail",
+        "why": "results.json has no measured values (verdict INFRA)",
+    }
+
+
+def test_results_of_a_shrunk_row_count_the_model_it_trains():
+    cpu = runs.cpu_row(row())  # 2 layers of hidden 64: what the --cpu product run trains
+    host = [0.5] + [0.02 + 0.0001 * (i % 3) for i in range(19)]
+    measured = pooled_measured(cpu, [summarize_run(host)], [])
+    record = {"verdict": "NO_BASELINE", "measured": dataclasses.asdict(measured)}
+    ok = checks.results_check(record, host, cpu)
+    assert ok["status"] == "pass"
+    catalog_model = models.get("llama32_1b")
+    full = checks.per_step_flops(catalog_model, cpu.seq_len, cpu.gbs, 1)["megatron"]
+    assert ok["recomputed"]["tflops_per_gpu.megatron"] < 0.01 * full / 0.02 / 1e12
 
 
 def test_mfu_is_bounded_by_the_measured_gemm_peak():
@@ -310,7 +377,7 @@ def series(level: float, seed: int) -> list[float]:
 def test_b_pair_order_and_plan_match_the_gate():
     from perfgate.launch.planning import pair_launches
 
-    assert pairs.b_overrides(16)["model.recompute_num_layers"] == 5
+    assert pairs.b_overrides(16)["model.recompute_num_layers"] == 8
     assert pairs.b_overrides(2)["model.recompute_num_layers"] == 1
     assert pairs.plan(2) == [("aa", 0), ("ab", 0), ("aa", 1), ("ab", 1)]
     for i in range(3):
@@ -353,7 +420,7 @@ def test_cpu_and_tp2_rows_are_valid_catalog_rows(tmp_path):
     tp2 = runs.tp2_row(cpu)
     assert tp2.id == "pretrain-llama32_1b-h100-bf16-2gpu-tp2-megatron_core"
     folder = runs.write_catalog([cpu, tp2], tmp_path)
-    assert catalog.load_catalog(folder).get(ROW) == cpu
+    assert load_catalog(folder).get(ROW) == cpu
     cmd = runs.pytest_command("py", ROW, tmp_path / "r", tmp_path / "r.html", 16, folder)
     assert cmd[:3] == ["py", "-m", "pytest"] and cmd[cmd.index("-k") + 1] == ROW
     assert "--executor=local" in cmd and f"--baselines-dir={folder}" in cmd
@@ -375,82 +442,29 @@ def test_a_run_folder_is_read_back_on_both_clocks(tmp_path):
     run = runs.read_run("pair", tmp_path, 1.0, 0)
     assert run.problem is None and run.steps == [0, 1, 2] and run.log_steps == [0, 1, 2]
     assert run.second_s == clock.second_s and run.losses == [7.0, 6.0, 5.0]
-    assert checks.log_check(run.steps, run.host_s, run.log_steps, run.log_s)["status"] == "pass"
+    assert run.log_format == "megatron" and run.second_clock == "clock_realtime"
+    check = checks.log_check(run.steps, run.host_s, run.log_steps, run.log_s, run.log_format)
+    assert check["status"] == "pass"
     bad = runs.read_run("pair", tmp_path / "missing", 1.0, 3)
     assert bad.problem.startswith("exit code 3; ")
 
 
-def result(**changes) -> dict:
-    base: dict = {
-        "cpu": False,
-        "date": "2026-11-27 10:00 UTC",
-        "wall_s": 401.0,
-        "budget_s": 480.0,
-        "row_id": ROW,
-        "environment": {
-            "device": "NVIDIA H100 80GB HBM3",
-            "driver": "580.159.04",
-            "torch": "2.11.0+cu130",
-            "megatron_core": "0.19.2",
-        },
-        "product": {"ok": True, "line": "pytest exit 0, verdict NO_BASELINE"},
-        "checks": {
-            "timers": {
-                "status": "pass",
-                "second_clock": "cuda_event",
-                "runs": 17,
-                "median_rel_diff": 1e-4,
-                "max_step_rel_diff": 3e-4,
-                "tolerance": 0.01,
-            }
-        },
-        "left_out": ["AA pair 4", "AB pair 4"],
-    }
-    base.update(changes)
-    return base
-
-
-def test_summary_and_verdict_expectation():
-    text = report.summary(result())
-    assert text.splitlines()[0].startswith("gpu-check on NVIDIA H100 80GB HBM3 (driver 580.159.04")
-    timers = "timers [pass]: perfgate vs cuda_event, worst of 17 runs: steady medians differ"
-    assert f"{timers} 0.010%" in text
-    assert "left out for the budget: AA pair 4; AB pair 4" in text
-    assert text.endswith("overall: PASS\n")
-    failing = result(checks={"flops": {"status": "fail"}}, product={"ok": False, "line": "x"})
-    assert report.summary(failing).endswith("overall: FAIL (product run, flops)\n")
-    assert report.expected_ab(0.086, 0.05) == "REGRESSION"
-    assert report.expected_ab(0.02, 0.05) == "PASS or INCONCLUSIVE"
-    assert report.expected_ab(0.05, 0.05).startswith("either")
-
-
-def test_the_readme_section_is_filled_from_a_gpu_run_only(tmp_path):
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\n{report.readme_section(None)}\n\nafter\n")
-    assert report.NO_RUN in readme.read_text()
-    report.fill_readme(readme, result())
-    text = readme.read_text()
-    assert report.NO_RUN not in text and text.endswith("\n\nafter\n")
-    assert "| device | NVIDIA H100 80GB HBM3 |" in text and "| driver | 580.159.04 |" in text
-    with pytest.raises(ValueError, match="GPU runs only"):
-        report.fill_readme(readme, result(cpu=True))
-    (tmp_path / "plain.md").write_text("no markers\n")
-    with pytest.raises(ValueError, match="no <!-- gpu-check: begin -->"):
-        report.fill_readme(tmp_path / "plain.md", result())
-
-
-def test_the_help_says_how_the_device_runs_it():
+def test_the_help_says_how_a_gpu_machine_runs_it():
     out = subprocess.run(
         [sys.executable, "-m", "gpucheck", "--help"],
         capture_output=True,
         text=True,
-        env={"PYTHONPATH": f"{REPO / 'src'}:{REPO / 'scripts'}"},
+        env={"PYTHONPATH": f"{REPO / 'src'}:{REPO / 'tools'}:{REPO / 'scripts'}"},
         check=True,
     ).stdout
-    assert 'carry [".gpu-wheels"]' in out and "bash scripts/gpu-check --out $OUT" in out
+    usage = out.split("\n\n")[0]
+    assert "[--python PATH]" in usage and "[--nemo2]" in usage  # the help tells you to use them
+    assert "bash scripts/gpu-check --nemo2 --out OUT" in out
     assert "from the repository root" in out and "bash scripts/gpu-wheels\n" in out
     assert "bash scripts/gpu-check --fill-readme OUT/gpu-check.json" in out
-    assert "--budget-min" in out
+    assert "--budget-min" in out and "docs/gpu-check.md" in out
+    # the project's own words: no session's tool, carry list or $OUT
+    assert "device tool" not in out and "carry" not in out and "$OUT" not in out
 
 
 def test_the_readme_holds_the_section_the_script_fills():
@@ -459,4 +473,5 @@ def test_the_readme_holds_the_section_the_script_fills():
     section = text[start:end]
     # Until a GPU run is filled in, the section says plainly that none exists.
     assert section == report.readme_section(None) or "| device | NVIDIA H" in section
-    assert "bash scripts/gpu-check --out OUT" in text and "--fill-readme" in text
+    assert "bash scripts/gpu-check --nemo2 --out OUT" in text and "--fill-readme" in text
+    assert "docs/gpu-check.md" in text

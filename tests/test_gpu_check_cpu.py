@@ -8,15 +8,16 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from testutil import REPO
 
-sys.path.insert(0, str(REPO / "scripts"))  # gpucheck lives beside the scripts that use it
+sys.path.insert(0, str(REPO / "tools"))  # the GPU check: tools/gpucheck
 
-from gpucheck import prepare, report
+from gpucheck import report, verdict, wheels
 from gpucheck.cpustages import workload_item
-from gpucheck.runs import read_run
+from gpucheck.runs import launch, read_run
 
 from perfgate.catalog import row_from_dict
 from perfgate.workload.megatron_core.plan import cpu_threads
@@ -50,7 +51,7 @@ def test_the_runner_runs_each_item_in_one_process_into_its_own_log(tmp_path):
         items.append(workload_item(name, spec))
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"items": items, "report": str(tmp_path / "done")}))
-    env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}:{REPO / 'scripts'}"}
+    env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}:{REPO / 'tools'}:{REPO / 'scripts'}"}
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT"):
         env.pop(name, None)
     proc = subprocess.run(
@@ -97,26 +98,62 @@ def test_wheels_are_byte_compiled_at_install_only_where_imports_cannot_write_it(
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", no_bytecode)
-    monkeypatch.setattr(prepare.subprocess, "run", fake_run)
-    prepare.install([tmp_path / "a.whl"], tmp_path / "site")
+    monkeypatch.setattr(wheels.subprocess, "run", fake_run)
+    wheels.install([tmp_path / "a.whl"], tmp_path / "site")
     assert ("--no-compile" not in seen[0]) == compiled
     assert seen[0][-3:] == ["--target", str(tmp_path / "site"), str(tmp_path / "a.whl")]
 
 
 def test_the_cpu_probe_reads_torch_without_importing_it():
+    from gpucheck import prepare
+
     facts = prepare.probe(sys.executable, cpu=True)
     assert facts["python"] == sys.version.split()[0] and facts["gpus"] == 0
     if "torch" in facts:  # this interpreter has torch: its version, from the metadata
         assert prepare.check_torch(facts, True) is None
         return
     assert facts["error"] == "ModuleNotFoundError: No module named 'torch'"
-    with pytest.raises(prepare.Refused, match=r"^gpu-check: torch is not importable"):
+    with pytest.raises(wheels.Refused, match=r"^gpu-check: torch is not importable"):
         prepare.check_torch(facts, True)
 
 
 def test_a_failed_tp2_check_fails_the_cpu_check_and_is_summarized():
     tp2 = {"status": "fail", "first_loss_tp1": 6.9, "first_loss_tp2": 7.2, "tolerance": 1e-3}
-    result = {"cpu": True, "product": {"ok": True, "line": "x"}, "checks": {"tp2": tp2}}
+    names, controls = verdict.required(cpu=True, nemo2=False)
+    result = {
+        "cpu": True,
+        "product": {"ok": True, "line": "x"},
+        "checks": {n: {"status": "pass"} for n in names},
+        "controls": {n: {"caught": True} for n in controls},
+        "pairs": {"aa": {"verdict": "PASS"}, "ab": {"verdict": "PASS"}, "expected_ab": "either"},
+    }
+    assert verdict.overall(result) == (True, [])
+    result["checks"]["tp2"] = tp2
     text = report.summary(result)
     assert "TP=2 [fail]: first loss 7.2 on 2 ranks vs 6.9 on one (tolerance 0.001)" in text
-    assert text.endswith("overall: FAIL (tp2)\n")
+    assert text.endswith("overall: FAIL (tp2: failed)\n")
+
+
+# Three Megatron-LM lines, the third only after the parent has seen the first two.
+THREE = (
+    "import sys, time\n"
+    "line = ' iteration {:8d}/       3 | elapsed time per iteration (ms): 20.0 |'\n"
+    "for i in (1, 2): print(line.format(i), flush=True)\n"
+    "time.sleep(0.3)\n"
+    "print(line.format(3), flush=True)\n"
+)
+
+
+def test_a_direct_launch_is_followed_by_the_parents_clock(tmp_path):
+    row = row_from_dict(COMMAND_ROW, "<test row>", rules=False)
+    argv = [sys.executable, "-c", THREE]
+    spec = WorkloadSpec(row=row, steps=3, output_dir=str(tmp_path / "run"), command=argv)
+    env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}:{REPO / 'tools'}"}
+    start = time.monotonic()
+    run = launch(sys.executable, spec, 1, env, 120.0)
+    end = time.monotonic()
+    assert run.problem is None or "exit code" not in run.problem
+    assert run.host_s == [0.02] * 3 and run.log_s == [0.02] * 3
+    # the parent stamped each line on arrival, in order; the third after the program's sleep
+    assert len(run.arrivals) == 3 and run.arrivals == sorted(run.arrivals)
+    assert start + 0.3 <= run.arrivals[2] <= end

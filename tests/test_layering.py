@@ -120,6 +120,7 @@ LAZY_OK = (
     "matplotlib",
     "yaml",
     "filelock",
+    "psycopg",  # libpq: loaded only when a PostgreSQL history is used, never for sqlite
     "perfgate.workload.nemo2.recipe",  # imports NeMo at its top
     "perfgate.workload.nemo2.paths",  # imports fiddle, nemo_run and Megatron at its top
     "perfgate.workload.nemo2.callback",  # imports Lightning at its top

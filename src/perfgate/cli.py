@@ -367,7 +367,7 @@ def _report(args: argparse.Namespace) -> int:
     if args.json:
         _emit(summary, True)
     else:
-        for line in signoff.terminal_lines(records):
+        for line in signoff.terminal_lines(records, data.get("session") or {}):
             print(line)
         if args.html:
             print(f"wrote {args.html}")

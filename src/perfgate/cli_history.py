@@ -1,19 +1,24 @@
 """`perfgate history`, `perfgate calibrate` and `perfgate nodes`: a row's trend, the site's
-noise prior, the nodes whose runs are slow more often than chance."""
+noise prior, the nodes whose runs are slow more often than chance; `perfgate history sync`,
+`export` and `import`: a session's spooled rows written, a history moved between stores."""
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
 from perfgate.catalog import Baseline, load_catalog
+from perfgate.charset import for_terminal
 from perfgate.errors import ConfigError
-from perfgate.history import calibrate, nodes
+from perfgate.history import calibrate, nodes, spool, transfer
 from perfgate.history.store import DEFAULT_NAME, HistoryStore
-from perfgate.report import trend
+from perfgate.history.stores import is_url, open_store
+from perfgate.report import dashboard, trend
 from perfgate.stats import DEFAULT_TOLERANCE
 from perfgate.stats.priors import SITE_FILE
 
@@ -23,7 +28,12 @@ def _json(data: dict[str, Any], _: bool = True) -> None:
 
 
 def _where(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--history", metavar="PATH", help="default: <baselines-dir>/history.sqlite")
+    p.add_argument(
+        "--history",
+        metavar="PATH|URL",
+        help="a sqlite file or postgresql://user@host/db (default: <baselines-dir>/"
+        "history.sqlite; the password from PGPASSWORD or ~/.pgpass)",
+    )
     p.add_argument("--baselines-dir", metavar="DIR", default="baselines")
 
 
@@ -34,9 +44,20 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="a row's trend across sessions, with change points",
         description="Print a row's runs across sessions (date, session, job, container, step "
         "time, delta vs its baseline, verdict) with change points marked; --plot writes the "
-        "trend as SVG or HTML. --forget SESSION leaves a session out of trends and noise.",
+        "trend as SVG or HTML. --forget SESSION leaves a session out of trends and noise. "
+        "`history sync SESSION_DIR` writes the rows a session kept in its folder while the "
+        "history could not be reached; `history export TARGET` copies the history (--history) "
+        "into TARGET and `history import SOURCE` copies SOURCE into it, a sqlite file or a "
+        "PostgreSQL URL either way, each session checked field by field once written.",
     )
-    p.add_argument("row", nargs="?", help="row id (omit to list the rows with history)")
+    p.add_argument(
+        "row",
+        nargs="?",
+        help="row id (omit to list the rows with history), or sync, export or import",
+    )
+    p.add_argument(
+        "where", nargs="?", metavar="DIR|STORE", help="sync: SESSION_DIR; export/import: STORE"
+    )
     _where(p)
     p.add_argument("--plot", metavar="OUT", help="write the trend plot: OUT.svg or OUT.html")
     p.add_argument("--forget", metavar="SESSION", type=int, help="exclude this session")
@@ -72,13 +93,31 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--all", action="store_true", help="list every tested node, not the flagged")
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
     p.set_defaults(func=_nodes)
+    p = sub.add_parser(
+        "dashboard",
+        help="the whole matrix's history as a static site (no server)",
+        description="Write a static site from the history: index.html with every row "
+        "(latest step time vs baseline, the verdicts of the last nights, change points, slow "
+        "nodes; filters by GPU, model and backend) and one page per row (its trend with the "
+        "baseline band, the versions that changed at each change point, its nodes).",
+    )
+    _where(p)
+    p.add_argument("--out", metavar="DIR", required=True, help="where the site is written")
+    p.add_argument("--nights", type=int, default=dashboard.NIGHTS, help="verdicts per strip")
+    p.add_argument("--rows", default="*", metavar="GLOB", help="row ids to show (default all)")
+    p.set_defaults(func=_dashboard)
 
 
-def _store(args: argparse.Namespace) -> HistoryStore:
-    path = Path(args.history) if args.history else Path(args.baselines_dir) / DEFAULT_NAME
-    if not path.exists():
-        raise ConfigError(f"{path}: no history yet (sessions write it; see --history)")
-    return HistoryStore(path)
+def _store(args: argparse.Namespace, must_exist: bool = True) -> HistoryStore:
+    where = args.history or str(Path(args.baselines_dir) / DEFAULT_NAME)
+    if must_exist and not is_url(where) and not Path(where).exists():
+        raise ConfigError(f"{where}: no history yet (sessions write it; see --history)")
+    return open_store(where)
+
+
+def _say_left_out(store: HistoryStore) -> None:
+    for note in store.notes:
+        print(for_terminal(f"history: {note}", line=True), file=sys.stderr)
 
 
 def _baseline_of(args: argparse.Namespace, row_id: str) -> Baseline | None:
@@ -89,7 +128,61 @@ def _baseline_of(args: argparse.Namespace, row_id: str) -> Baseline | None:
 
 
 def _history(args: argparse.Namespace) -> int:
+    action = {"sync": _sync, "export": _export, "import": _import}.get(args.row or "")
+    if action is not None:
+        if not args.where:
+            raise ConfigError(f"perfgate history {args.row}: name the {_WHERE[args.row]}")
+        return action(args)
+    if args.where:
+        raise ConfigError(f"perfgate history {args.row} {args.where}: one row id at a time")
     store = _store(args)
+    try:
+        return _show(args, store)
+    finally:
+        _say_left_out(store)
+
+
+_WHERE = {"sync": "session folder", "export": "target store", "import": "source store"}
+
+
+def _sync(args: argparse.Namespace) -> int:
+    folder = Path(args.where)
+    if not (folder / spool.NAME).is_file():
+        raise ConfigError(f"{folder}: no {spool.NAME} here (nothing was kept for the history)")
+    kept_for = spool.Spool(folder).kept_for()
+    if args.history is None and kept_for:  # the store the session was writing to
+        args.history = kept_for
+    store = _store(args, must_exist=False)
+    done = spool.replay(store, folder)
+    print(
+        f"{store.location}: wrote {done['runs']} run(s) from {folder / spool.NAME} "
+        f"({done['runs_there']} already there), {done['ends']} session end(s)"
+    )
+    return 0
+
+
+def _copy(source: HistoryStore, target: HistoryStore) -> int:
+    done = transfer.copy(source, target)
+    read, added = done.read, done.added
+    tables = ", ".join(f"{added.get(t, 0)} of {n} {t}" for t, n in read.items()) or "nothing"
+    print(f"{source.location} -> {target.location}: {tables} new, every row checked there")
+    for note in done.left_out:
+        print(for_terminal(f"not copied: {note}", line=True), file=sys.stderr)
+    return 1 if done.left_out else 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    return _copy(_store(args), open_store(args.where, "export"))
+
+
+def _import(args: argparse.Namespace) -> int:
+    source = open_store(args.where, "import")
+    if not is_url(args.where) and not Path(args.where).exists():
+        raise ConfigError(f"{args.where}: no such history")
+    return _copy(source, _store(args, must_exist=False))
+
+
+def _show(args: argparse.Namespace, store: HistoryStore) -> int:
     if args.forget is not None:
         store.forget(args.forget, args.reason)
         print(f"session {args.forget} is left out of trends and noise ({args.reason})")
@@ -147,13 +240,15 @@ def _nodes(args: argparse.Namespace) -> int:
         raise ConfigError(f"--fdr {args.fdr}: expected a false discovery rate in (0, 1)")
     if args.min_runs < 2:
         raise ConfigError(f"--min-runs {args.min_runs}: a node needs at least 2 runs to test")
-    runs = _store(args).node_runs(args.cluster)
-    found = nodes.slow_nodes(runs, q=args.fdr, min_runs=args.min_runs)
+    store = _store(args)
+    totals = store.node_totals(args.cluster)
+    _say_left_out(store)  # runs and names the door left out (node names outside the grammar)
+    found = nodes.findings(totals, q=args.fdr, min_runs=args.min_runs)
     exclude = nodes.exclude_list(found)
     if args.json:
         _json(
             {
-                "runs": len(runs),
+                "nodes_seen": len(totals),
                 "fdr": args.fdr,
                 "nodes": [f.__dict__ for f in found],
                 "exclude": exclude,
@@ -162,9 +257,9 @@ def _nodes(args: argparse.Namespace) -> int:
         return 0
     shown = found if args.all else [f for f in found if f.flagged]
     print(
-        f"{len(runs)} runs on {len({n for r in runs for n in r.nodes})} nodes; {len(found)} "
-        f"nodes with >= {args.min_runs} runs tested; {sum(f.flagged for f in found)} slower "
-        f"than chance (FDR {args.fdr:g})"
+        f"{len(totals)} nodes in the history's runs; {len(found)} nodes with >= "
+        f"{args.min_runs} runs tested; {sum(f.flagged for f in found)} slower than chance "
+        f"(FDR {args.fdr:g})"
     )
     for f in shown:
         mark = "SLOW" if f.flagged else "ok"
@@ -174,4 +269,20 @@ def _nodes(args: argparse.Namespace) -> int:
         )
     if exclude:
         print(exclude)
+    return 0
+
+
+def _dashboard(args: argparse.Namespace) -> int:
+    if args.nights < 1:
+        raise ConfigError(f"--nights {args.nights}: expected at least 1")
+    store = _store(args)
+    try:
+        catalog = load_catalog(args.baselines_dir)
+    except ConfigError:  # the history alone is enough: ids and the runs' baselines
+        catalog = None
+    rows = [r for r in store.row_ids() if fnmatch.fnmatch(r, args.rows)]
+    out = Path(args.out)
+    views = dashboard.build(store, out, catalog, args.nights, rows)
+    print(f"wrote {out / 'index.html'} and {len(views)} row page(s) from {store.location}")
+    _say_left_out(store)
     return 0

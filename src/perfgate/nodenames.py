@@ -61,8 +61,13 @@ def why_not(name: object) -> str | None:
 
 
 def is_name(name: object) -> bool:
-    """True for one Slurm host name."""
-    return why_not(name) is None
+    """True for one Slurm host name (why_not's answer, without building the reason)."""
+    return (
+        isinstance(name, str)
+        and len(name) <= MAX_NAME_CHARS
+        and NAME.fullmatch(name) is not None
+        and name.lower() not in _NOT_NAMES
+    )
 
 
 def _shown(value: object) -> str:

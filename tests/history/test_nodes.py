@@ -11,7 +11,8 @@ import pytest
 
 from perfgate.cli import main as perfgate_main
 from perfgate.history.nodes import NodeRun, exclude_list, percentiles, slow_nodes
-from perfgate.history.store import HistoryStore, Run, Session
+from perfgate.history.sqlite import SqliteStore
+from perfgate.history.store import Run, Session
 
 NODES = [f"n{i}" for i in range(16)]
 
@@ -70,12 +71,11 @@ def test_nodes_with_too_few_runs_are_not_tested() -> None:
     assert slow_nodes(runs, min_runs=3) == []
 
 
-def test_the_store_and_the_command_name_the_slow_node(tmp_path: Path, capsys) -> None:
-    path = tmp_path / "h.sqlite"
-    store = HistoryStore(path)
-    rng = random.Random(2)
-    history = cluster_history(rng, nights=5, slow={"n3": 0.05})
-    for night in range(5):
+def store_history(store, rng: random.Random, nights: int, slow: dict[str, float]) -> None:
+    """cluster_history written night by night into a store (each night one session), with
+    an INFRA run a night that is no speed measurement."""
+    history = cluster_history(rng, nights, slow)
+    for night in range(nights):
         sid = store.start_session(Session("live", started_at=f"2026-05-0{night + 1}T01:00:00Z"))
         tonight = [r for r in history if r.job_id.startswith(f"{night}-")]
         store.add_runs(
@@ -86,6 +86,12 @@ def test_the_store_and_the_command_name_the_slow_node(tmp_path: Path, capsys) ->
             ]
             + [Run("row0", "stored", "baseline", 2, False, cause="OOM", nodes=("n9",))],
         )
+
+
+def test_the_store_and_the_command_name_the_slow_node(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "h.sqlite"
+    store = SqliteStore(path)
+    store_history(store, random.Random(2), nights=5, slow={"n3": 0.05})
     assert len(store.node_runs()) == 60  # the INFRA run is not a speed measurement
     assert perfgate_main(["nodes", "--history", str(path)]) == 0
     out = capsys.readouterr().out
@@ -98,7 +104,7 @@ def test_the_store_and_the_command_name_the_slow_node(tmp_path: Path, capsys) ->
 def test_bad_input_is_one_line(tmp_path: Path, capsys) -> None:
     assert perfgate_main(["nodes", "--history", str(tmp_path / "none.sqlite")]) == 2
     assert "no history yet" in capsys.readouterr().err
-    HistoryStore(tmp_path / "h.sqlite").start_session(Session("live"))
+    SqliteStore(tmp_path / "h.sqlite").start_session(Session("live"))
     assert perfgate_main(["nodes", "--history", str(tmp_path / "h.sqlite"), "--fdr", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--fdr 2" in err[0]
@@ -106,7 +112,7 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys) -> None:
 
 @pytest.mark.parametrize("min_runs", [0, 1])
 def test_min_runs_must_allow_a_test(tmp_path: Path, capsys, min_runs: int) -> None:
-    HistoryStore(tmp_path / "h.sqlite").start_session(Session("live"))
+    SqliteStore(tmp_path / "h.sqlite").start_session(Session("live"))
     args = ["nodes", "--history", str(tmp_path / "h.sqlite"), "--min-runs", str(min_runs)]
     assert perfgate_main(args) == 2
     assert f"--min-runs {min_runs}" in capsys.readouterr().err

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from perfgate.errors import ConfigError
-from perfgate.history.store import SCHEMA_VERSION, HistoryStore, Run, Session
+from perfgate.history.sqlite import SqliteStore
+from perfgate.history.store import SCHEMA_VERSION, Run, Session
 
 
 def _runs(row: str, times: list[float], **kw) -> list[Run]:
@@ -35,29 +36,13 @@ def _runs(row: str, times: list[float], **kw) -> list[Run]:
     ]
 
 
-def test_sessions_runs_points_and_forget(tmp_path: Path) -> None:
-    store = HistoryStore(tmp_path / "h.sqlite")
-    assert store.sessions() == [] and store.points("r") == []  # no file yet: empty
-    a = store.start_session(Session("live", started_at="2026-05-01T01:00:00+00:00", images=("i",)))
-    store.add_runs(a, _runs("r", [2.0], image="nemo:26.02", versions={"nemo": "2.6"}))
-    store.finish_session(a)
-    b = store.start_session(Session("live", started_at="2026-05-02T01:00:00+00:00"))
-    store.add_runs(b, _runs("r", [2.1]))
-    store.add_runs(b, [Run("r", "stored", "baseline", 2, False, cause="OOM")])  # INFRA
-    store.add_runs(b, _runs("other", [5.0]))
-    sessions = store.sessions()
-    assert [s["id"] for s in sessions] == [a, b]
-    assert sessions[0]["finished_at"] and sessions[1]["finished_at"] is None  # interrupted
-    points = store.points("r")
-    assert [p.step_time_s for p in points] == [2.0, 2.1]  # the INFRA run is not in the trend
-    assert points[0].container == "nemo:26.02" and points[0].versions == {"nemo": "2.6"}
-    assert store.row_ids() == ["other", "r"]
-    store.forget(a, "weak nodes that day")
-    assert [p.step_time_s for p in store.points("r")] == [2.1]
-    assert store.sessions()[0]["excluded"] == "weak nodes that day"
-    assert len(store.runs("r")) == 3  # forgetting deletes nothing
-    with pytest.raises(ConfigError, match="no session 99"):
-        store.forget(99, "x")
+def test_the_file_is_safe_on_a_shared_filesystem(tmp_path: Path) -> None:
+    """What only the sqlite store has (the semantics both stores share are tested side by
+    side in test_two_stores.py): its schema version, rollback journal, and nothing until a
+    first write."""
+    store = SqliteStore(tmp_path / "h.sqlite")
+    assert store.sessions() == [] and store.points("r") == [] and not store.path.exists()
+    store.add_runs(store.start_session(Session("live")), _runs("r", [2.0]))
     con = sqlite3.connect(store.path)
     assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
@@ -67,17 +52,18 @@ def test_a_foreign_or_newer_file_is_a_one_line_error(tmp_path: Path) -> None:
     bad = tmp_path / "notes.sqlite"
     bad.write_text("not a database at all, just text " * 100)
     with pytest.raises(ConfigError, match=r"notes.sqlite: not a perfgate history database"):
-        HistoryStore(bad).sessions()
+        SqliteStore(bad).sessions()
     newer = tmp_path / "newer.sqlite"
     con = sqlite3.connect(newer)
     con.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
     con.close()
-    with pytest.raises(ConfigError, match=r"history schema version 2; this perfgate reads 1"):
-        HistoryStore(newer).add_runs(1, [])
+    newer = f"history schema version {SCHEMA_VERSION + 1}; this perfgate reads {SCHEMA_VERSION}"
+    with pytest.raises(ConfigError, match=newer):
+        SqliteStore(tmp_path / "newer.sqlite").add_runs(1, [])
 
 
 def _writer(path: str, tag: int, n: int) -> None:
-    store = HistoryStore(path)
+    store = SqliteStore(path)
     for i in range(n):
         sid = store.start_session(Session("live", host=f"writer{tag}"))
         store.add_runs(sid, _runs(f"row{tag}", [1.0 + i / 100, 1.01 + i / 100]))
@@ -92,7 +78,7 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
     for p in procs:
         p.join(120)
         assert p.exitcode == 0
-    store = HistoryStore(path)
+    store = SqliteStore(path)
     assert len(store.sessions()) == 50
     assert len(store.runs("row1")) == len(store.runs("row2")) == 50
     con = sqlite3.connect(path)
@@ -101,7 +87,7 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
 
 def test_a_writer_killed_mid_transaction_leaves_no_partial_row(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
-    store = HistoryStore(path)
+    store = SqliteStore(path)
     sid = store.start_session(Session("live"))
     store.add_runs(sid, _runs("r", [2.0]))
     ready = tmp_path / "ready"
@@ -109,8 +95,9 @@ def test_a_writer_killed_mid_transaction_leaves_no_partial_row(tmp_path: Path) -
         f"""
         import time
         from pathlib import Path
-        from perfgate.history.store import HistoryStore, Run
-        store = HistoryStore({str(path)!r})
+        from perfgate.history.store import Run
+        from perfgate.history.sqlite import SqliteStore
+        store = SqliteStore({str(path)!r})
         with store._write() as con:  # the same transaction add_runs uses, held open
             for i in range(500):
                 con.execute(
@@ -130,7 +117,7 @@ def test_a_writer_killed_mid_transaction_leaves_no_partial_row(tmp_path: Path) -
     proc.wait(30)
     # None of the 500 inserts is visible; the file is intact and the lock free for the next.
     assert [r["step_time_s"] for r in store.runs("r")] == [2.0]
-    store.add_runs(sid, _runs("r", [2.05]))
+    store.add_runs(store.start_session(Session("live")), _runs("r", [2.05]))
     assert len(store.runs("r")) == 2
     con = sqlite3.connect(path)
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -18,6 +18,8 @@ import subprocess
 import tempfile
 import time
 import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +201,21 @@ class Browser:
         finally:
             self._r.close()
             shutil.rmtree(self._profile, ignore_errors=True)
+
+
+@contextmanager
+def open_browser(
+    width: int, height: int, require: Callable[[bool, str], None]
+) -> Iterator[Browser]:
+    """A Browser for a test, or `require`'s skip (or failure under CI) without Chromium."""
+    binary = find_chromium()
+    require(binary is not None, "Chromium (apt-get install chromium; scripts/install --full)")
+    assert binary is not None
+    b = Browser(binary, width=width, height=height)
+    try:
+        yield b
+    finally:
+        b.close()
 
 
 def png_pixels(data: bytes) -> tuple[int, int, list[list[tuple[int, ...]]]]:

@@ -109,8 +109,9 @@ def test_table_signoff_and_plot_name_the_mode():
     assert ">A/B 3 pairs</td>" in cells["mode"]
     assert re.search(r">0\.99\d+ s \(A/B\)</td>", cells["baseline"])  # the baseline image
     lines = signoff.terminal_lines([rec])
-    assert lines[1].startswith("A/B gate: 1 of 1 rows judged by A/B pairs in one allocation")
-    assert "versions changed: NeMo 2.4.0 -> 2.5.0, NCCL 2.26.5 -> 2.27.3." in lines[1]
+    assert lines[:2] == ["sign-off: Not ready: 1 REGRESSION", "REGRESSION: 1"]
+    assert lines[2].startswith("A/B gate: 1 of 1 rows judged by A/B pairs in one allocation")
+    assert "versions changed: NeMo 2.4.0 -> 2.5.0, NCCL 2.26.5 -> 2.27.3." in lines[2]
     svg = svg_for_record(rec)
     # six runs, two colors, one legend entry per side
     assert svg.count(f'stroke="{COLORS[0]}"') == 3 and svg.count(f'stroke="{COLORS[1]}"') == 3

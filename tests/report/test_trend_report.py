@@ -15,7 +15,8 @@ from suite.test_history_replay import ROW, SEL, _logs, _measured_baseline
 from perfgate import verdicts
 from perfgate.cli import main as perfgate_main
 from perfgate.history import trend as history_trend
-from perfgate.history.store import HistoryStore, Run, Session
+from perfgate.history.sqlite import SqliteStore
+from perfgate.history.store import Run, Session
 from perfgate.history.trend import Point
 from perfgate.logs import Step, StepSeries
 from perfgate.report import extras, results
@@ -30,7 +31,7 @@ LEVELS = [2.50, 2.49, 2.51, 2.505, 2.495, 2.50, 2.51, 2.49, 2.58, 2.59, 2.60]
 
 def _history(path) -> None:
     """Eleven nightly sessions of ROW; a +3.6% step from the ninth on (a new container)."""
-    store = HistoryStore(path)
+    store = SqliteStore(path)
     for day, level in enumerate(LEVELS, start=2):
         sid = store.start_session(Session("live", started_at=f"2026-01-{day:02d}T01:00:00+00:00"))
         image = "nemo:26.02" if level > 2.55 else "nemo:25.11"
@@ -80,7 +81,7 @@ def test_no_trend_without_two_runs_in_the_history(suite):
     hist = suite.path / "h.sqlite"
     suite.run(f"--replay={_logs(suite)}", *SEL, f"--history={hist}", "--store-replay")
     assert suite.results()["rows"][ROW]["trend"] is None  # one run: nothing to trend
-    assert len(HistoryStore(hist).runs(ROW)) == 1
+    assert len(SqliteStore(hist).runs(ROW)) == 1
 
 
 def _no_search(monkeypatch) -> None:

@@ -12,7 +12,8 @@ import pytest
 
 from perfgate import catalog, cli
 from perfgate.catalog import Baseline, BaselineRun, Provenance
-from perfgate.history.store import HistoryStore, Run, Session
+from perfgate.history.sqlite import SqliteStore
+from perfgate.history.store import Run, Session
 
 from .pytester_suite import EXAMPLES
 
@@ -52,15 +53,15 @@ def test_examples_are_never_stored_and_replays_only_on_request(suite):
     suite.shipped_rows()
     hist = suite.path / "h.sqlite"
     suite.run(f"--replay={EXAMPLES}", *SEL, f"--history={hist}", "--store-replay")
-    assert HistoryStore(hist).sessions() == []  # example logs are not measurements
+    assert SqliteStore(hist).sessions() == []  # example logs are not measurements
     logs = _logs(suite)
     suite.run(f"--replay={logs}", *SEL, f"--history={hist}")
-    assert HistoryStore(hist).sessions() == []  # a replay without --store-replay
+    assert SqliteStore(hist).sessions() == []  # a replay without --store-replay
     result = suite.run(f"--replay={logs}", *SEL, f"--history={hist}", "--store-replay")
-    sessions = HistoryStore(hist).sessions()
+    sessions = SqliteStore(hist).sessions()
     assert [s["mode"] for s in sessions] == ["replay"] and sessions[0]["finished_at"]
     assert f"history: session {sessions[0]['id']} in {hist}" in result.stdout.str()
-    (run,) = HistoryStore(hist).runs(ROW)
+    (run,) = SqliteStore(hist).runs(ROW)
     assert run["step_time_s"] == 2.63 and run["verdict"] == "INCONCLUSIVE"
     assert "--store-replay" in sessions[0]["command"]
 
@@ -68,7 +69,7 @@ def test_examples_are_never_stored_and_replays_only_on_request(suite):
 def test_a_step_in_the_history_is_a_shift_naming_its_first_session(suite, capsys):
     _measured_baseline(suite, 2.50, 0.10)
     hist = suite.path / "h.sqlite"
-    store = HistoryStore(hist)
+    store = SqliteStore(hist)
     levels = [2.50, 2.49, 2.51, 2.505, 2.495, 2.50, 2.51, 2.49, 2.58, 2.59, 2.60]
     for day, level in enumerate(levels, start=2):
         sid = store.start_session(Session("live", started_at=f"2026-01-{day:02d}T01:00:00+00:00"))

@@ -58,7 +58,7 @@ def test_repeat_runs_a_row_k_times_and_stores_each_run(suite):
     steady = comp["n_candidate"]
     assert steady + comp["n_unsteady"] == 3 and steady >= 2
     from perfgate import catalog
-    from perfgate.history.store import HistoryStore
+    from perfgate.history.sqlite import SqliteStore
 
     new = catalog.load_catalog(suite.baselines_dir).by_id[ok.id].baseline
     assert new.n_runs == steady == len(new.runs)
@@ -67,7 +67,7 @@ def test_repeat_runs_a_row_k_times_and_stores_each_run(suite):
     out = "\n".join(result.outlines)
     assert f"{ok.id}: 0.0305 s -> {new.step_time_s:.4g} s" in out
     assert f"    {steady} runs, spread" in out
-    store = HistoryStore(hist)
+    store = SqliteStore(hist)
     (session,) = store.sessions()
     assert session["mode"] == "repeat"
     runs = store.runs(ok.id)

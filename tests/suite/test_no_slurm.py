@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from perfgate.history.store import HistoryStore
+from perfgate.history.sqlite import SqliteStore
 
 pytest_plugins = ["pytester"]
 
@@ -90,4 +90,4 @@ def test_a_session_whose_every_submission_was_refused_leaves_no_history(
     result = suite.run(*args)
     assert result.ret == 1
     assert "invalid partition specified: p" in "\n".join(result.outlines)
-    assert not history.exists() or HistoryStore(history).sessions() == []
+    assert not history.exists() or SqliteStore(history).sessions() == []

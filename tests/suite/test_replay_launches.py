@@ -137,6 +137,10 @@ def test_update_baselines_from_three_launches_stores_a_three_run_baseline(suite)
     assert all(r.rel_se and r.rel_se > 0 for r in new.runs)
     assert [r.job_id for r in new.runs] == ["2001", "2002", "2003"]
     assert new.provenance.job_ids == ("2001", "2002", "2003")
+    # the provenance names every launch's log, not only the last one's (#33)
+    notes = new.provenance.notes
+    assert notes.startswith("replayed from 3 launches: ")
+    assert [f"launch-{i}" in notes for i in (1, 2, 3)] == [True] * 3, notes
     assert new.step_time_spread_s is not None
     assert f"{ROW.id}: 2.67 s -> " in "\n".join(result.outlines)
     assert "    3 runs, spread" in "\n".join(result.outlines)

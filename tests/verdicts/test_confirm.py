@@ -167,7 +167,8 @@ def test_results_and_history_keep_both_runs_with_their_own_jobs_and_nodes(
     row, steps, tmp_path
 ) -> None:
     from perfgate.history.records import record_mode, runs_from_record
-    from perfgate.history.store import HistoryStore, Session
+    from perfgate.history.sqlite import SqliteStore
+    from perfgate.history.store import Session
     from perfgate.report import results
 
     first = judge(row, steps, 1.045, "101", ("n17", "n18"))
@@ -188,7 +189,7 @@ def test_results_and_history_keep_both_runs_with_their_own_jobs_and_nodes(
         ("101", ("n17", "n18"), "UNCONFIRMED"),
         ("102", ("n40", "n41"), "PASS"),
     ]
-    store = HistoryStore(tmp_path / "h.sqlite")
+    store = SqliteStore(tmp_path / "h.sqlite")
     store.add_runs(store.start_session(Session("live")), runs)
     # the night's trend point is the confirmation: the first run's nodes were slow, not the row
     assert [p.job_id for p in store.points(row.id)] == ["102"]

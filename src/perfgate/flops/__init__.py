@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from perfgate import hardware, models
 from perfgate.catalog import FLOPS_CONVENTIONS, TASKS, Row
+from perfgate.catalog.arch import effective_arch
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.flops import automodel, llmb, megatron, megatron_bridge, nemo2, nemo2_2509
 from perfgate.models import ModelArch
@@ -165,11 +166,13 @@ def throughput(
 
 
 def of_row(row: Row, step_time_s: float, convention: str) -> Throughput | None:
-    """throughput() of a catalog row's step time; None where the convention cannot count the
-    row (a published formula covers only the model families it was published for)."""
+    """throughput() of a catalog row's step time, counting the architecture the row trains
+    (catalog.arch.effective_arch: its model with the overrides that change its shape); None
+    where the convention cannot count the row (a published formula covers only the model
+    families it was published for)."""
     try:
         return throughput(
-            row.model,
+            effective_arch(row),
             row.gpu,
             row.precision,
             row.num_gpus,

@@ -55,7 +55,7 @@ def calibrate(store: HistoryStore, pattern: str = "*") -> tuple[NoisePrior, list
     prior = fit_prior(
         [(r.ss, r.df) for r in rows],
         name="site",
-        source=f"perfgate calibrate on {store.path} ({len(rows)} rows, {pattern})",
+        source=f"perfgate calibrate on {store.location} ({len(rows)} rows, {pattern})",
     )
     return prior, rows
 

@@ -19,6 +19,7 @@ one. Runs judged UNCONFIRMED (their nodes already suspect) count like any other.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -54,53 +55,100 @@ class NodeFinding:
     flagged: bool  # rejected by Benjamini-Hochberg at the chosen q
 
 
+def row_percentiles(rows: Sequence[NodeRun]) -> list[tuple[NodeRun, float, float]]:
+    """One row's runs, each with its mid-rank percentile among them and that percentile's
+    variance under no node effect ([] for a row with fewer than two runs)."""
+    rows = [r for r in rows if math.isfinite(r.step_time_s) and r.step_time_s > 0]
+    n = len(rows)
+    if n < 2:
+        return []
+    times = sorted(r.step_time_s for r in rows)
+    var = (n * n - 1) / (12 * n * n)
+    out = []
+    for r in rows:
+        below = bisect.bisect_left(times, r.step_time_s)
+        equal = bisect.bisect_right(times, r.step_time_s) - below
+        out.append((r, (below + equal / 2) / n, var))
+    return out
+
+
 def percentiles(runs: Iterable[NodeRun]) -> list[tuple[NodeRun, float, float]]:
     """Each run with its mid-rank percentile among its row's runs and that percentile's
     variance under no node effect (rows with one run dropped)."""
     by_row: dict[str, list[NodeRun]] = defaultdict(list)
     for r in runs:
-        if math.isfinite(r.step_time_s) and r.step_time_s > 0:
-            by_row[r.row_id].append(r)
-    out: list[tuple[NodeRun, float, float]] = []
-    for rows in by_row.values():
-        n = len(rows)
-        if n < 2:
-            continue
-        times = sorted(r.step_time_s for r in rows)
-        var = (n * n - 1) / (12 * n * n)
-        for r in rows:
-            below = sum(1 for t in times if t < r.step_time_s)
-            equal = sum(1 for t in times if t == r.step_time_s)
-            out.append((r, (below + equal / 2) / n, var))
-    return out
+        by_row[r.row_id].append(r)
+    return [x for rows in by_row.values() for x in row_percentiles(rows)]
+
+
+@dataclass(frozen=True)
+class NodeTotal:
+    """One node's sums over the runs it took part in: all the test needs (a store can add
+    them up in SQL, or row by row, instead of holding every run)."""
+
+    node: str
+    runs: int
+    sum_percentile: float  # sum of the runs' mid-rank percentiles
+    sum_variance: float  # sum of their variances under no node effect
+    slow_runs: int  # runs at or above SLOW_PERCENTILE
+
+
+def totals_of_rows(rows: Iterable[Sequence[NodeRun]]) -> list[NodeTotal]:
+    """Each node's sums, from the runs given one row at a time (only one row's runs are held:
+    a history of any size). A run counts once per distinct node."""
+    sums: dict[str, list[float]] = {}
+    for row in rows:
+        for run, u, var in row_percentiles(row):
+            slow = u >= SLOW_PERCENTILE
+            for node in set(run.nodes):
+                s = sums.get(node)
+                if s is None:
+                    sums[node] = [1, u, var, slow]
+                else:
+                    s[0] += 1
+                    s[1] += u
+                    s[2] += var
+                    s[3] += slow
+    return [NodeTotal(n, int(a), b, c, int(d)) for n, (a, b, c, d) in sums.items()]
+
+
+def totals(runs: Iterable[NodeRun]) -> list[NodeTotal]:
+    """Each node's sums over the runs that used it (a run counts once per distinct node)."""
+    by_row: dict[str, list[NodeRun]] = defaultdict(list)
+    for r in runs:
+        by_row[r.row_id].append(r)
+    return totals_of_rows(by_row.values())
+
+
+def findings(
+    node_totals: Iterable[NodeTotal], q: float = 0.05, min_runs: int = MIN_RUNS
+) -> list[NodeFinding]:
+    """Every node with at least min_runs runs, most suspect first (see the module doc)."""
+    tested = sorted((t for t in node_totals if t.runs >= min_runs), key=lambda t: t.node)
+    p_values = [
+        NormalDist().cdf(-(t.sum_percentile - t.runs / 2) / math.sqrt(t.sum_variance))
+        for t in tested
+    ]
+    flags = benjamini_hochberg(p_values, q) if tested else []
+    found = [
+        NodeFinding(
+            node=t.node,
+            runs=t.runs,
+            slow_runs=t.slow_runs,
+            mean_percentile=t.sum_percentile / t.runs,
+            p_value=p,
+            flagged=flag,
+        )
+        for t, p, flag in zip(tested, p_values, flags, strict=True)
+    ]
+    return sorted(found, key=lambda f: (not f.flagged, f.p_value, f.node))
 
 
 def slow_nodes(
     runs: Iterable[NodeRun], q: float = 0.05, min_runs: int = MIN_RUNS
 ) -> list[NodeFinding]:
-    """Every node with at least min_runs runs, most suspect first (see the module doc)."""
-    per_node: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    for run, u, var in percentiles(runs):
-        for node in set(run.nodes):
-            per_node[node].append((u, var))
-    tested = sorted((n, uv) for n, uv in per_node.items() if len(uv) >= min_runs)
-    p_values = []
-    for _, uv in tested:
-        z = math.fsum(u - 0.5 for u, _ in uv) / math.sqrt(math.fsum(v for _, v in uv))
-        p_values.append(NormalDist().cdf(-z))
-    flags = benjamini_hochberg(p_values, q) if tested else []
-    found = [
-        NodeFinding(
-            node=node,
-            runs=len(uv),
-            slow_runs=sum(1 for u, _ in uv if u >= SLOW_PERCENTILE),
-            mean_percentile=math.fsum(u for u, _ in uv) / len(uv),
-            p_value=p,
-            flagged=flag,
-        )
-        for (node, uv), p, flag in zip(tested, p_values, flags, strict=True)
-    ]
-    return sorted(found, key=lambda f: (not f.flagged, f.p_value, f.node))
+    """Every node with at least min_runs runs, most suspect first, from the runs themselves."""
+    return findings(totals(runs), q, min_runs)
 
 
 def exclude_list(findings: Sequence[NodeFinding]) -> str:

@@ -64,6 +64,8 @@ def runs_from_record(rec: RowRecord, window: stats.Window = "auto") -> list[Run]
     mode = record_mode(rec)
     runs = rec.get("runs") or ()
     confirmed = {r["role"]: r for r in (rec.get("confirmation") or {}).get("runs") or ()}
+    baseline_s = (rec.get("baseline") or {}).get("step_time_s") if mode != "paired" else None
+    tolerance = rec.get("tolerance")
     out = []
     for i, (run, s) in enumerate(zip(runs, summaries(rec, window), strict=True)):
         steady = s is not None and s.steady and cause is None
@@ -99,6 +101,8 @@ def runs_from_record(rec: RowRecord, window: stats.Window = "auto") -> list[Run]
                 verdict=verdict,
                 cause=cause,
                 delta=delta,
+                baseline_s=baseline_s,
+                tolerance=tolerance,
             )
         )
     if not out and cause is not None:  # a job that never started a launch: keep its cause

@@ -45,9 +45,25 @@ def to_open(records: Sequence[RowRecord]) -> list[str]:
     return [escape(r["row_id"]) for r in records if r.get("verdict") not in table.QUIET]
 
 
+def verdicts_by_outcome(records: Sequence[RowRecord]) -> dict[str, str]:
+    """Per pytest outcome, the verdicts behind it ('passed': '2 INCONCLUSIVE, 1 NO_BASELINE'):
+    pytest-html's filter strip counts outcomes, and a row to look at passes pytest."""
+    counts: dict[str, dict[str, int]] = {}
+    for rec in table.worst_first(records):
+        by = counts.setdefault(str(rec.get("outcome") or "passed"), {})
+        verdict = str(rec.get("verdict") or "")
+        by[verdict] = by.get(verdict, 0) + 1
+    return {k: ", ".join(f"{n} {v}" for v, n in by.items()) for k, by in counts.items()}
+
+
 def page_script(records: Sequence[RowRecord]) -> str:
     """The stored detail blocks, the script's settings and the script itself."""
-    config = {"open": to_open(records), "pageRows": PAGE_ROWS, "fillNow": FILL_NOW}
+    config = {
+        "open": to_open(records),
+        "pageRows": PAGE_ROWS,
+        "fillNow": FILL_NOW,
+        "outcomeVerdicts": verdicts_by_outcome(records),
+    }
     code = (files("perfgate.report") / "page.js").read_text(encoding="utf-8")
     return (
         details_store(records)

@@ -214,8 +214,24 @@ category only. So, with its code left as it is:
     box.dispatchEvent(new Event("click"));
   }
 
+  // pytest-html's filter strip counts pytest outcomes, and a row to look at (INCONCLUSIVE,
+  // NO_BASELINE, SHIFT, UNCONFIRMED) passes pytest: each count says the verdicts behind it, so
+  // "3 Passed" never stands unexplained under a "Not ready" sign-off.
+  function labelOutcomes() {
+    var caption = document.querySelector("p.filter");
+    if (caption) caption.textContent = "pytest's outcome of each row, with its verdicts; " +
+      "(un)check the boxes to filter the results.";
+    Object.keys(CONFIG.outcomeVerdicts || {}).forEach(function (outcome) {
+      var span = document.querySelector(".filters span." + outcome);
+      if (!span || !CONFIG.outcomeVerdicts[outcome]) return;
+      var text = span.textContent.replace(/,\s*$/, "");
+      span.textContent = text + " (" + CONFIG.outcomeVerdicts[outcome] + "),";
+    });
+  }
+
   function afterPytestHtml() {
     try {
+      labelOutcomes();
       if (state.paged) setUpPaging();
       drawWithRowsOpen();
     } catch (e) {

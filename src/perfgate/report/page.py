@@ -70,12 +70,11 @@ body>h1{order:0}body>p{order:1}.summary{order:2}#results-table{order:3}
 #results-table td{vertical-align:top}
 #results-table th{white-space:normal}
 #results-table td.col-verdict{font-weight:bold;white-space:nowrap}
-#results-table td.col-delta,#results-table td.col-steptime,#results-table td.col-baseline,
-#results-table td.col-tokens,#results-table td.col-tflops,#results-table td.col-mfu,
-#results-table td.col-memory,#results-table td.col-gpus,
-#results-table td.col-jobid{white-space:nowrap}
-#results-table td.col-testId{font-weight:bold;min-width:10em;overflow-wrap:anywhere}
-#results-table td.col-parallelism{min-width:9em}
+#results-table td.col-delta,#results-table td.col-baseline,#results-table td.col-jobid{
+ white-space:nowrap}
+#results-table td.col-testId{font-weight:bold;min-width:9em;overflow-wrap:anywhere}
+#results-table td.col-parallelism{min-width:6em}
+#results-table td,#results-table th{padding:4px 5px}
 td.col-result.pg-red{color:#c62828;background:none}
 td.col-result.pg-amber{color:#a15c00;background:none}
 td.col-result.pg-blue{color:#0b3d91;background:none}
@@ -213,7 +212,7 @@ def render(data: dict[str, Any]) -> str:
     for r in shown:
         outcomes[str(r.get("outcome") or "passed")]["value"] += 1
     ran = sum(outcomes[k]["value"] for k in ("passed", "failed", "xpassed", "xfailed"))
-    took = sum(float(r.get("duration_s") or 0.0) for r in shown)
+    took = signoff.session_took(session)  # hidden (CSS): the summary's own line says it
     now = datetime.now()
     return template.render(
         title=title(session),
@@ -221,7 +220,7 @@ def render(data: dict[str, Any]) -> str:
         time=now.strftime("%H:%M:%S"),
         version=pytest_html_version,
         styles=css,
-        run_count=f"{ran} {'tests' if ran > 1 else 'test'} took {duration_text(took)}.",
+        run_count=f"{ran} {'tests' if ran > 1 else 'test'} in a session of {took or '?'}.",
         running_state="finished",
         self_contained=True,
         outcomes=outcomes,

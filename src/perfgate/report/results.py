@@ -306,8 +306,15 @@ def baseline_from_record(
         image, versions = run.get("image"), run.get("versions") or {}
         runs, medians, phases = _runs(rec, window, "baseline")
         source = "perfgate replay" if rec.get("source") == "replay" else "perfgate run"
-        if source == "perfgate replay" and logs:
-            notes = f"replayed from {logs[-1]}"
+        # Every launch the baseline pools, not only the last (--replay DIR --repeat 3).
+        launched = [
+            str(r["log_path"])
+            for r in rec.get("runs") or ()
+            if r.get("label") == "baseline" and r.get("log_path")
+        ] or logs[-1:]
+        if source == "perfgate replay" and launched:
+            many = f"{len(launched)} launches: " if len(launched) > 1 else ""
+            notes = f"replayed from {many}{', '.join(launched)}"
     step_time, spread = m["step_time_s"], None
     if runs:
         logs_ = [math.log(x) for x in medians]

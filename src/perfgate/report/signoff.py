@@ -51,16 +51,18 @@ def headline(records: Sequence[Record]) -> str:
     return "No row was judged"
 
 
-def _duration(session: dict[str, Any]) -> str:
+def session_took(session: dict[str, Any]) -> str:
+    """How long the session took, start to finish ('2.08 s', '14.3 min'; '' while unfinished):
+    the page's one duration (the summary and the session line say the same)."""
     try:
         a = datetime.fromisoformat(session["started"])
         b = datetime.fromisoformat(session["finished"])
     except (KeyError, TypeError, ValueError):
         return ""
-    s = (b - a).total_seconds()
+    s = max(0.0, (b - a).total_seconds())
     if s < 60:
-        return f", {s:.0f} s"
-    return f", {fmt.sig(s / 3600, 3)} h" if s >= 3600 else f", {fmt.sig(s / 60, 3)} min"
+        return fmt.seconds(s, 3)
+    return f"{fmt.sig(s / 3600, 3)} h" if s >= 3600 else f"{fmt.sig(s / 60, 3)} min"
 
 
 def who_when_where(session: dict[str, Any]) -> str:
@@ -72,13 +74,18 @@ def who_when_where(session: dict[str, Any]) -> str:
     who = "@".join(x for x in (session.get("user"), session.get("host")) if x) or "unknown"
     started = str(session.get("started") or "?").replace("T", " ")
     finished = "" if session.get("finished") else " (unfinished)"
-    where = (
-        ", ".join(f"{k} {opts[k]}" for k in ("partition", "account") if opts.get(k))
-        or f"executor {opts.get('executor') or '?'}"
-    )
-    if session.get("cluster"):
-        where = f"cluster {session['cluster']}, {where}"
-    return f"{mode}; by {who}; started {started}{_duration(session)}{finished}; {where}"
+    if str(session.get("mode") or "") == "replay":
+        where = "logs read here, nothing ran"  # no executor ran anything
+    else:
+        where = (
+            ", ".join(f"{k} {opts[k]}" for k in ("partition", "account") if opts.get(k))
+            or f"executor {opts.get('executor') or '?'}"
+        )
+        if session.get("cluster"):
+            where = f"cluster {session['cluster']}, {where}"
+    took = session_took(session)
+    took = f", took {took}" if took else ""
+    return f"{mode}; by {who}; started {started}{took}{finished}; {where}"
 
 
 def containers_text(records: Sequence[Record], session: dict[str, Any]) -> str:
@@ -188,7 +195,7 @@ def signoff_html(records: Sequence[Record], session: dict[str, Any] | None = Non
         f'<p class="pg-counts">{_badges(c)}</p>',
         '<table class="pg-facts">',
         f"<tr><th>Compared</th><td>{escape(containers_text(records, session))}</td></tr>",
-        f"<tr><th>Session</th><td>{escape(who_when_where(session))}</td></tr>",
+        f'<tr><th>Session</th><td class="pg-session">{escape(who_when_where(session))}</td></tr>',
     ]
     night = night_text(records, session)
     if night:
@@ -213,43 +220,56 @@ def signoff_html(records: Sequence[Record], session: dict[str, Any] | None = Non
         if len(shown) > WORST_SHOWN:
             lines.append(f"<p>... and {len(shown) - WORST_SHOWN} more in the table below.</p>")
     lines.append(skipped_html(records, session))
-    lines.append(ran_html(records))
+    lines.append(ran_html(records, session))
     lines.append("</div>")
     return "\n".join(lines)
 
 
-def ran_html(records: Sequence[Record]) -> str:
-    """How many rows were judged and how long their tests took: the page's one run count
-    (pytest-html's own leaves out errors and skipped rows, so the page hides it)."""
+def ran_html(records: Sequence[Record], session: dict[str, Any]) -> str:
+    """How many rows were judged, in how long a session: the page's one run count (pytest-html's
+    own leaves out errors and skipped rows, so the page hides it) and its one duration."""
     judged = [r for r in records if r.get("verdict") not in ("SKIPPED", "DRY_RUN")]
     planned = [r for r in records if r.get("verdict") == "DRY_RUN"]
-    took = sum(float(r.get("duration_s") or 0.0) for r in (*judged, *planned))
     what = f"{len(judged)} row(s) judged" if judged or not planned else ""
     if planned:
         what = ", ".join(x for x in (what, f"{len(planned)} row(s) planned") if x)
-    return f'<p class="pg-ran">{escape(what)} in {escape(fmt.seconds(took, 3))}.</p>'
+    took = session_took(session)
+    took = f" in a session of {took}" if took else " so far (the session has not finished)"
+    return f'<p class="pg-ran">{escape(what)}{escape(took)}.</p>'
 
 
 def night_text(records: Sequence[Record], session: dict[str, Any]) -> str | None:
     """What noise alone gives a night of this many one-run rows at the session's alpha, and
     what confirmation and --fdr make of it (None: no such row)."""
-    m = sum(1 for r in records if r.get("comparison") and r.get("mode") != "paired")
+    judged = [r for r in records if r.get("comparison") and r.get("mode") != "paired"]
+    m = len(judged)
     if not m:
         return None
     opts = session.get("options") or {}
     alpha = opts.get("alpha") or 0.01
     confirm = int(opts.get("confirm") or 0)
     expected, none = expected_false_alarms(m, alpha)
+    runs = sorted({int((r.get("comparison") or {}).get("n_candidate") or 1) for r in judged})
+    each = "one run each" if runs == [1] else f"{'/'.join(map(str, runs))} run(s) each"
     text = (
-        f"{m} rows judged on one run each at {alpha:.1%} false alarms: noise alone gives up to "
-        f"{expected:.2f} false REGRESSIONs a night (none on {none:.0%} of such nights)"
+        f"{m} rows judged on {each} against their baselines at {alpha:.1%} false alarms: noise "
+        f"alone gives up to {expected:.2f} false REGRESSIONs a night (none on {none:.0%} of such "
+        "nights)"
     )
-    if confirm:
+    rerun = sum(1 for r in records if (r.get("confirmation") or {}).get("runs"))
+    if confirm and session.get("mode") == "replay":
+        # A replay reruns nothing; it reads a live session's reruns from confirm-<n>/ folders.
+        text += (
+            f"; {rerun} row(s) read with their reruns on other nodes from the replayed folders"
+            if rerun
+            else "; nothing was rerun (a replay reads reruns only from confirm-<n>/ folders)"
+        )
+    elif confirm:
         after, clean = expected_false_alarms(m, alpha ** (confirm + 1))
         text += (
-            f"; each REGRESSION was rerun on other nodes ({confirm}x), so a false one must recur "
-            f"there: about {after:.3f} a night if the reruns were independent (none on "
-            f"{clean:.1%} of nights)"
+            f"; a REGRESSION is rerun on other nodes (up to {confirm}x; {rerun} row(s) were "
+            f"tonight), so a false one must recur there: about {after:.3f} a night if the "
+            f"reruns were independent (none on {clean:.1%} of nights)"
         )
     if opts.get("fdr"):
         text += (
@@ -259,14 +279,19 @@ def night_text(records: Sequence[Record], session: dict[str, Any]) -> str | None
 
 
 def terminal_lines(records: Sequence[Record], session: dict[str, Any] | None = None) -> list[str]:
-    """Plain-text sign-off summary for the terminal (numbers rounded by report.format)."""
+    """Plain-text sign-off summary for the terminal: the page's summary, line for line (the
+    headline, the counts, the session, the night, the rows to look at; report.format numbers)."""
+    session = session or {}
     c = table.counts(records)
-    out = ["  ".join(f"{v}: {c[v]}" for v in sorted(c, key=table.rank))]
-    night = night_text(records, session or {})
+    out = [
+        f"sign-off: {headline(records)}",
+        "  ".join(f"{v}: {c[v]}" for v in sorted(c, key=table.rank)),
+    ]
+    if session.get("started"):
+        out.append(f"session: {who_when_where(session)}")
+    night = night_text(records, session)
     if night:
-        out.append(f"night: {night}")
-    if c.get("SKIPPED"):
-        out[0] += "  (pytest -rs lists why rows were skipped)"
+        out.append(f"false alarms: {night}")
     if ab.signoff_summary(records):
         out.append(ab.signoff_summary(records))
     for r in table.worst_first(records):

@@ -18,7 +18,10 @@ from perfgate.suite.preflight import DEFAULT_MAX_GPU_HOURS
 
 def addoption(parser: pytest.Parser) -> None:
     """Register every option, one group per concern (pytest --help shows them in this order)."""
-    parser.addini("perfgate_history", "path of the sqlite history (default beside baselines)")
+    parser.addini(
+        "perfgate_history",
+        "the history: a sqlite file (default beside baselines) or a postgresql:// URL",
+    )
     _selection(parser.getgroup("perfgate: which rows run, and what each runs"))
     _slurm(parser.getgroup("perfgate: where jobs run (executor, Slurm, consent)"))
     _containers(parser.getgroup("perfgate: containers"))
@@ -349,11 +352,20 @@ def _results(g: pytest.OptionGroup) -> None:
     )
     g.addoption(
         "--history",
-        metavar="PATH",
+        metavar="PATH|URL",
         default=None,
-        help="the sqlite history of every session (default: ini perfgate_history, else "
-        "<baselines-dir>/history.sqlite; 'off': none); trends, noise and change points "
-        "come from it",
+        help="the history of every session: a sqlite file (default: ini perfgate_history, "
+        "else <baselines-dir>/history.sqlite; 'off': none) or a PostgreSQL database a team "
+        "shares, postgresql://user@host/db (password from PGPASSWORD or ~/.pgpass, never in "
+        "the URL); trends, noise and change points come from it",
+    )
+    g.addoption(
+        "--require-history",
+        action="store_true",
+        default=False,
+        help="refuse to start when the history cannot be reached (default: say so in one "
+        "line, judge without it, and keep the session's rows in its folder for "
+        "`perfgate history sync`)",
     )
     g.addoption(
         "--store-replay",

@@ -18,7 +18,7 @@ from perfgate.catalog import Row
 from perfgate.suite import expression
 
 # Markers of the suite's own tests (tests/), registered beside the row markers in pytest.ini.
-SUITE_MARKERS = ("slurm", "nemo", "bridge")
+SUITE_MARKERS = ("slurm", "nemo", "bridge", "postgres", "chromium", "long")
 ROW_ARG = "perfgate_row"
 
 

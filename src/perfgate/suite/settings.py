@@ -17,6 +17,7 @@ from perfgate import inputs, limits, stats
 from perfgate.charset import ENV_NAME
 from perfgate.errors import ConfigError
 from perfgate.history.store import DEFAULT_NAME
+from perfgate.history.stores import check_url, is_url
 from perfgate.launch import checks, images
 from perfgate.launch.types import LaunchOptions
 from perfgate.secrets import MASK, is_knob, is_secret
@@ -41,7 +42,8 @@ class Settings:
     resume: bool = False
     update_baselines: bool = False
     accept_regressions: bool = False
-    history: Path | None = None  # the sqlite history; None: off
+    history: Path | str | None = None  # a sqlite file or a PostgreSQL URL; None: off
+    require_history: bool = False  # refuse to start when the history cannot be reached
     store_replay: bool = False
     dry_run: bool = False
     replay: Path | None = None
@@ -146,13 +148,16 @@ def _noise(
         ) from None
 
 
-def history_path(config: pytest.Config, baselines: Path) -> Path | None:
-    """--history, else the perfgate_history ini key, else <baselines>/history.sqlite; off: None."""
+def history_path(config: pytest.Config, baselines: Path) -> Path | str | None:
+    """--history, else the perfgate_history ini key, else <baselines>/history.sqlite; off: None.
+    A postgresql:// URL names a PostgreSQL history (refused with a password in it)."""
     value = config.getoption("history") or config.getini("perfgate_history") or None
     if value is None:
         return baselines / DEFAULT_NAME
     if str(value).strip().lower() == "off":
         return None
+    if is_url(str(value)):
+        return check_url(str(value))
     path = Path(value)
     if not path.is_absolute():
         path = Path(config.rootpath) / path
@@ -345,6 +350,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
         update_baselines=opt("update_baselines"),
         accept_regressions=opt("accept_regressions"),
         history=history_path(config, baselines),
+        require_history=bool(config.getoption("require_history")),
         store_replay=opt("store_replay"),
         dry_run=opt("dry_run"),
         replay=Path(replay) if replay is not None else None,

@@ -64,7 +64,11 @@ class PerfgateState:
         self.results: sessionfiles.ResultsFile | None = None
         self.update: updates.Update | None = None  # what --update-baselines did
         self.recorder = HistoryRecorder(
-            settings, Path(config.rootpath), self.is_worker, config.invocation_params.args
+            settings,
+            Path(config.rootpath),
+            self.is_worker,
+            config.invocation_params.args,
+            announce=lambda line: say(config, line),
         )
         self.deselected: list[str] = []  # row ids -m, -k and --gpus left out
 
@@ -149,6 +153,8 @@ class PerfgateState:
         s = self.settings
         rows = [self.effective(r) for r in rows]
         self.session_rows, self.test_ids = rows, dict(test_ids or {})
+        if not self.is_worker and rows and s.mode != "dry-run":  # a plan reads no history
+            self.open_history()
         if s.mode == "replay":
             self.index = replay.ReplayIndex(s.replay, rows)  # type: ignore[arg-type]
             wanted = None if self.is_worker else self.config.getoption("repeat")
@@ -188,6 +194,16 @@ class PerfgateState:
                     self.runner.submit(rows, test_ids)
                 except PerfgateError as e:
                     raise pytest.UsageError(str(e)) from None
+
+    def open_history(self) -> None:
+        """Reach the history store before the first row: one line when it cannot be reached
+        (rows are then judged without it), or a usage error with --require-history."""
+        line = self.recorder.connect()
+        if line is None:
+            return
+        if self.settings.require_history:
+            raise pytest.UsageError(f"{line} (--require-history: not starting)")
+        say(self.config, f"perfgate: {line}")
 
     def _on_done(self, row: Row, result: RunResult) -> None:
         if self.confirmer is not None:
@@ -323,6 +339,7 @@ class PerfgateState:
         self.records[rec["row_id"]] = rec
         if self.results is None:
             self.results = self.results_file()
+            self.recorder.folder = self.results.path.parent
         self.recorder.add(rec)
         if rec.get("verdict") not in ("SKIPPED", DRY_RUN) and rec.get("trend") is None:
             rec["trend"] = self.trend_of(rec["row_id"])
@@ -399,9 +416,15 @@ class PerfgateState:
             tr.write_line(f"results: {self.results.path}{latest}")
         rec = self.recorder
         if rec.error:
-            tr.write_line(f"history: {rec.error}", yellow=True)
+            tr.write_line(for_terminal(f"history: {rec.error}", line=True), yellow=True)
         elif rec.session_id is not None:
-            tr.write_line(f"history: session {rec.session_id} in {self.settings.history}")
+            tr.write_line(
+                for_terminal(f"history: session {rec.session_id} in {rec.location}", line=True)
+            )
+        notes = rec.store.notes if rec.store is not None else []
+        if notes:
+            more = f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""
+            tr.write_line(for_terminal(f"history: {notes[0]}{more}", line=True), yellow=True)
         if self.settings.update_baselines:
             updates.write_summary(tr, self.update or updates.Update(), self.settings.baselines_dir)
 

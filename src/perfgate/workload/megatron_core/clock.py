@@ -3,10 +3,11 @@
 A step ends when its optimizer step has run on the device. perfgate's step time is the host's:
 torch.cuda.synchronize() then time.perf_counter(), end of one step to the end of the next (the
 first from just before it), so time spent between steps (writing steps.json, the log line) is
-in the next step, as in Megatron-LM's `elapsed time per iteration`. The second clock times the
-same intervals independently: a CUDA event recorded on the current stream at each boundary (the
-device's own timestamps), or, without CUDA, CLOCK_REALTIME read at the same points (a separate
-clock, but on the same host: on CPU this checks the plumbing, not the timer). Both series go to
+in the next step, as in Megatron-LM's `elapsed time per iteration`. The second clock marks the
+same boundaries on the device (perfgate.workload.deviceclock: a CUDA event queued on the
+step's stream just before the host's sync, read only after the run; without CUDA,
+CLOCK_REALTIME, which checks the plumbing, not the timer). It proves the host's sync waits for
+the step's work; scripts/gpu-check adds clocks the step code does not take. Both series go to
 megatron_core.json beside steps.json.
 """
 
@@ -19,48 +20,47 @@ from pathlib import Path
 from typing import Any
 
 from perfgate import atomic
+from perfgate.workload.deviceclock import DeviceClock
 
 SIDECAR = "megatron_core.json"  # in spec.output_dir, written by rank 0
 SCHEMA = "perfgate.megatron_core/1"
 
 
 class StepClock:
-    """Host time of each step (perfgate's) and the same interval on a second clock."""
+    """Host time of each step (perfgate's) and the same boundaries on a device clock."""
 
     def __init__(self, torch: Any | None = None) -> None:
         self._torch = torch if torch is not None and torch.cuda.is_available() else None
-        self.second_clock = "cuda_event" if self._torch else "clock_realtime"
+        self._device = DeviceClock(torch)
+        self.second_clock = self._device.name
         self._host: float | None = None
-        self._mark: Any = None
         self.host_s: list[float] = []
-        self.second_s: list[float] = []
 
-    def _boundary(self) -> tuple[float, Any]:
-        if self._torch is None:
-            mark = time.clock_gettime(time.CLOCK_REALTIME)
-            return time.perf_counter(), mark
-        event = self._torch.cuda.Event(enable_timing=True)
-        event.record()
-        self._torch.cuda.synchronize()
-        return time.perf_counter(), event
+    def _boundary(self) -> float:
+        # The device mark is queued first and read only in finish(): the host's synchronize
+        # and perf_counter never touch it.
+        self._device.mark()
+        if self._torch is not None:
+            self._torch.cuda.synchronize()
+        return time.perf_counter()
 
     def start(self) -> None:
         """Mark the boundary before the first step."""
-        self._host, self._mark = self._boundary()
+        self._host = self._boundary()
 
     def lap(self) -> float:
-        """Mark the end of a step; return its host time in seconds (recorded on both clocks)."""
+        """Mark the end of a step; return its host time in seconds."""
         if self._host is None:
             raise RuntimeError("StepClock.lap() before start()")
-        host, mark = self._boundary()
-        if self._torch is None:
-            second = mark - self._mark
-        else:
-            second = self._mark.elapsed_time(mark) / 1000.0  # both events are complete
+        host = self._boundary()
         self.host_s.append(host - self._host)
-        self.second_s.append(second)
-        self._host, self._mark = host, mark
+        self._host = host
         return self.host_s[-1]
+
+    @property
+    def second_s(self) -> list[float]:
+        """The device clock's time of each step (read once, after the run)."""
+        return self._device.intervals()
 
 
 def iteration_line(

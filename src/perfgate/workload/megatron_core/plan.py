@@ -19,13 +19,13 @@ Overrides, by dotted path (`--override PATH=VALUE` or the row's `overrides`):
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfgate import models
+from perfgate.catalog import arch as catalog_arch
+from perfgate.catalog.arch import ARCH_FIELDS
 from perfgate.catalog.rows import Row
 from perfgate.errors import ConfigError
 from perfgate.models import ModelArch
@@ -33,16 +33,6 @@ from perfgate.workload.overrides import merged_overrides, suggest
 
 # Model families this backend builds: (RoPE base, QKV bias). Both dense SwiGLU GQA models.
 FAMILIES: dict[str, tuple[float, bool]] = {"llama": (500000.0, False), "qwen2": (1000000.0, True)}
-# ModelArch fields a `model.` override may change (the rest describe MoE/MLA/hybrid models).
-ARCH_FIELDS = (
-    "num_layers",
-    "hidden_size",
-    "ffn_hidden_size",
-    "num_attention_heads",
-    "num_query_groups",
-    "vocab_size",
-    "kv_channels",
-)
 # Set from the row (tp, pp, precision): an override would contradict the row id.
 FROM_ROW = {
     "model": (
@@ -141,13 +131,10 @@ def split(overrides: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def effective_arch(row: Row, overrides: Mapping[str, Any] | None = None) -> ModelArch:
-    """The architecture the job builds: the row's model with model.<arch field> overrides."""
-    arch = models.get(row.model)
-    changes = split(merged(row, overrides))["arch"]
-    for name, value in changes.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"override 'model.{name}': {value!r} is not a positive integer")
-    return dataclasses.replace(arch, **changes) if changes else arch
+    """The architecture the job builds: catalog.arch.effective_arch, the one every FLOPs
+    figure of the row counts (the row's model with model.<arch field> overrides)."""
+    split(merged(row, overrides))  # a bad path is refused first, as settings_for refuses it
+    return catalog_arch.effective_arch(row, overrides)
 
 
 def _check_row(row: Row, arch: ModelArch) -> None:
@@ -179,8 +166,8 @@ def settings_for(
 ) -> CoreSettings:
     """The settings of a row with its and the user's overrides; world_size defaults to the row's."""
     sections = split(merged(row, overrides))
-    arch = effective_arch(row, overrides)
-    _check_row(row, arch)
+    model = effective_arch(row, overrides)
+    _check_row(row, model)
     world = row.num_gpus if world_size is None else world_size
     if world % (row.tp * row.pp):
         raise ConfigError(f"row {row.id!r}: {world} ranks are not a multiple of tp*pp")
@@ -206,7 +193,7 @@ def settings_for(
         raise ConfigError("override 'core_attention': local builds its causal mask on CUDA")
     return CoreSettings(
         row_id=row.id,
-        arch=arch,
+        arch=model,
         seq_len=row.seq_len,
         mbs=row.mbs,
         gbs=row.gbs,

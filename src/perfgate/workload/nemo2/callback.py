@@ -3,16 +3,22 @@
 Imported only inside the nemo2 backend (needs lightning and torch). It reads the step time
 NeMo's own TimingCallback measured (time from on_train_batch_start to on_train_batch_end,
 unsynchronised, as the log line prints it) so steps.json and the log agree exactly, and
-TFLOP/s from NeMo's FLOPsMeasurementCallback formula for that same step.
+TFLOP/s from NeMo's FLOPsMeasurementCallback formula for that same step. Beside it, a second
+clock NeMo's timer does not take (perfgate.workload.deviceclock): a CUDA event queued at each
+batch start and at the end of training, read only after the last step, whose intervals are
+the device time from one step's start to the next; rank 0 writes them to device_clock.json.
 """
 
 from __future__ import annotations
 
 import time
+from importlib import metadata
 from typing import Any
 
 from lightning.pytorch.callbacks import Callback
 
+from perfgate.workload.deviceclock import DeviceClock, write_clock
+from perfgate.workload.nemo2.models import nemo2_flops_convention
 from perfgate.workload.nemo2.timers import TimerPrinter
 from perfgate.workload.recording import gather_peak_memory, make_step, start_record
 from perfgate.workload.runtime import Recorder
@@ -35,6 +41,7 @@ class PerfgateStepCallback(Callback):
         self._t0: float | None = None
         self._timing: Any = None
         self._flops: Any = None
+        self._device: DeviceClock | None = None
 
     def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
         """Before the optimizer is built: it gets the strategy's Megatron timers too."""
@@ -45,11 +52,27 @@ class PerfgateStepCallback(Callback):
         self.timers.adopt(trainer.strategy)
         self._timing = _first(trainer.callbacks, "TimingCallback")
         self._flops = _first(trainer.callbacks, "FLOPsMeasurementCallback")
-        start_record(self.recorder, self.world_size, "nemo2" if self._flops else None)
+        convention = None
+        if self._flops is not None:  # the convention this NeMo's FLOPs callback counts in
+            convention = nemo2_flops_convention(self._nemo_version())
+        start_record(self.recorder, self.world_size, convention)
+        if self.recorder is not None:
+            import torch  # loaded by Lightning already; imported here to keep this file light
+
+            self._device = DeviceClock(torch)
+
+    @staticmethod
+    def _nemo_version() -> str:
+        try:
+            return metadata.version("nemo_toolkit")
+        except metadata.PackageNotFoundError:
+            return ""
 
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, idx: int) -> None:
         """Start this callback's own clock (used only when NeMo's TimingCallback is absent)."""
         self._t0 = time.time()
+        if self._device is not None:
+            self._device.mark()
 
     def on_train_batch_end(
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, idx: int
@@ -69,5 +92,15 @@ class PerfgateStepCallback(Callback):
         self.recorder.add_step(step)
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
-        """Gather every rank's peak allocated memory (one collective, after the last step)."""
+        """Gather every rank's peak allocated memory (one collective, after the last step);
+        rank 0 reads the device clock and writes it beside steps.json."""
         gather_peak_memory(self.recorder)
+        if self.recorder is None or self._device is None or not len(self._device):
+            return
+        self._device.mark()  # the end of the last step (and of what followed it)
+        write_clock(
+            self.recorder.path.parent,
+            self._device.name,
+            "device time from each batch start to the next (the last: to the end of training)",
+            self._device.intervals(),
+        )

@@ -7,6 +7,7 @@ and precision, and the model-specific recipe settings the scripts apply.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,8 @@ _LLAMA4_FUSIONS = {
 }
 
 NEMO2_MODELS: dict[str, Nemo2Model] = {
+    # No performance script of NVIDIA's: the 1-GPU row scripts/gpu-check --nemo2 runs.
+    "llama32_1b": Nemo2Model("llama32_1b", "llama3", 128256, "meta-llama/Llama-3.2-1B"),
     "llama3_8b": Nemo2Model(
         "llama3_8b", "llama3", 128256, "meta-llama/Meta-Llama-3-8B", finetune_seq_len_b200=16384
     ),
@@ -133,6 +136,20 @@ def nemo2_model(name: str) -> Nemo2Model:
             f"field 'model' is {name!r}: the nemo2 backend has no NeMo 2.x recipe mapping for "
             f"it; supported: {known}"
         ) from None
+
+
+def nemo2_flops_convention(nemo_version: str) -> str:
+    """The FLOPs convention a NeMo 2 version's FLOPs callback counts in (perfgate.flops).
+
+    nemo2: up to v2.5.0rc0 (attention not halved); nemo2_2509: from r2.5.0 final (causal
+    halving, NeMo #14424). A version perfgate cannot read counts as the older one.
+    """
+    m = re.match(r"(\d+)\.(\d+)\.(\d+)(.*)$", nemo_version.strip())
+    if not m:
+        return "nemo2"
+    release, rest = tuple(int(x) for x in m.groups()[:3]), m[4]
+    final = not re.match(r"[.+]?(a|b|rc|dev)", rest)  # a local or post suffix is still final
+    return "nemo2_2509" if release > (2, 5, 0) or (release == (2, 5, 0) and final) else "nemo2"
 
 
 def gpu_class(gpu: str) -> str:

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from gpucheck import pairs
-from gpucheck.runs import RunData, read_run, start_ranks
-from gpucheck.stages import Stages, measure_files, read_measure
+from gpucheck.follow import LogFollower
+from gpucheck.runs import RunData, measure_files, read_measure, read_run, start_ranks
+from gpucheck.stages import Stages
 from perfgate.workload.spec import WorkloadSpec
 
 RANKS = 2  # the TP=2 run's; rank 0 goes on alone
@@ -48,7 +49,7 @@ class CpuStages(Stages):
 
     def stages(self) -> list[Callable[[], None]]:
         """The stages in order."""
-        return [self.product_stage, self.runner_stage, self.check_stage]
+        return [self.product_stage, self.runner_stage, self.nemo2_stage, self.check_stage]
 
     def planned_pairs(self) -> list[tuple[str, int]]:
         """The pairs the budget leaves room for (the first of each kind always)."""
@@ -76,16 +77,18 @@ class CpuStages(Stages):
                 workload_item(f"{kind}{i + 1}-{label}", self.pair_spec(kind, i, label))
                 for label in pairs.launch_order(i)
             ]
+        followers = follow_items(items)
         done, wall = self.start_runner(items)
+        arrivals = {name: f.stop() for name, f in followers.items()}
         self.log(f"runner: {len(items)} runs in one process per rank ({wall:.0f} s)")
-        self.record_tp2(self.read("tp2", tp2.label, Path(tp2.output_dir), done))
+        self.record_tp2(self.read("tp2", tp2.label, Path(tp2.output_dir), done, arrivals))
         code, seconds = done.get("measure", (1, 0.0))
         self.record_measure(*read_measure(out, log, code), seconds)
         for kind, i in planned:
             runs = {}
             for label in pairs.launch_order(i):
                 name = f"{kind}{i + 1}-{label}"
-                runs[label] = self.read(name, label, self.work / "pairs" / name, done)
+                runs[label] = self.read(name, label, self.work / "pairs" / name, done, arrivals)
             self.record_pair(kind, i, runs)
 
     def start_runner(self, items: list[dict[str, Any]]) -> tuple[dict[str, tuple], float]:
@@ -111,7 +114,21 @@ class CpuStages(Stages):
         return done, self.budget.used() - start
 
     @staticmethod
-    def read(name: str, label: str, run_dir: Path, done: dict[str, tuple]) -> RunData:
-        """A runner item's run folder read back as a launch's."""
+    def read(
+        name: str, label: str, run_dir: Path, done: dict[str, tuple], arrivals: dict[str, list]
+    ) -> RunData:
+        """A runner item's run folder read back as a launch's, with the parent's clock."""
         code, seconds = done.get(name, (1, 0.0))
-        return read_run(label, run_dir, seconds, code)
+        run = read_run(label, run_dir, seconds, code)
+        run.arrivals = arrivals.get(name, [])
+        return run
+
+
+def follow_items(items: list[dict[str, Any]]) -> dict[str, LogFollower]:
+    """A started follower of rank 0's log for each workload item (gpucheck.follow)."""
+    out = {}
+    for it in items:
+        if it["entry"] == "perfgate.workload":
+            out[it["name"]] = LogFollower(it["log"].format(rank=0))
+            out[it["name"]].start()
+    return out

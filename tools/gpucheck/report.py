@@ -11,8 +11,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gpucheck import verdict
+
 BEGIN, END = "<!-- gpu-check: begin -->", "<!-- gpu-check: end -->"
-CHAIN = ("timers", "log", "results", "flops", "mfu", "tp2")  # tp2: --cpu only
 NO_RUN = (
     "No GPU run of `scripts/gpu-check` exists yet: every figure perfgate computes has been "
     "checked on CPU only (the `--cpu` mode in CI), none on a GPU."
@@ -45,14 +46,28 @@ def expected_ab(cost: float | None, tolerance: float) -> str:
     return "either (B's cost is near the tolerance)"
 
 
-def overall(result: dict[str, Any]) -> tuple[bool, list[str]]:
-    """(ok, the failed items): the product run and every chain check that ran."""
-    failed = [k for k in CHAIN if (result.get("checks", {}).get(k) or {}).get("status") == "fail"]
-    product = result.get("product") or {}
-    if not product.get("ok"):
-        failed.insert(0, "product run")
-    failed += [f"run {r}" for r in result.get("failed_runs", [])]
-    return not failed, failed
+def tag(check: dict[str, Any], cpu: bool, name: str) -> str:
+    """'[pass]', '[fail]', '[pass; plumbing only on CPU]', '[not run]'."""
+    state = check.get("status", "not run")
+    if check.get("plumbing"):
+        state += "; plumbing only" + (" on CPU" if cpu and name in verdict.PLUMBING_ON_CPU else "")
+        if cpu and name in verdict.LOAD_BOUND:
+            state += ", not gating"
+    return f"[{state}]"
+
+
+def control_line(name: str, c: dict[str, Any]) -> str:
+    """One negative control: the fault, and whether its check failed on it."""
+    word = "caught" if c.get("caught") else "NOT CAUGHT"
+    on = c.get("check_on_fault") or {}
+    detail = ""
+    if "median_rel_diff" in on:
+        detail = f": steady medians differ {pct(on['median_rel_diff'], 1)}"
+    elif "rel_diffs" in on:
+        detail = f": {pct(max(on['rel_diffs'].values()), 2)} unexplained"
+    elif "max_diff_in_half_units" in on:
+        detail = f": {on['max_diff_in_half_units']:.2f} half-units off"
+    return f"control {name} [{word}]: {c.get('fault') or c.get('why')}{detail}"
 
 
 def summary(result: dict[str, Any]) -> str:
@@ -66,19 +81,36 @@ def summary(result: dict[str, Any]) -> str:
         f"{result.get('wall_s', 0):.0f} s of a {result.get('budget_s', 0):.0f} s budget",
         f"row {result.get('row_id')}: {(result.get('product') or {}).get('line', 'not run')}",
     ]
+    cpu = bool(result.get("cpu"))
     t = checks.get("timers") or {}
-    if t:
+    if t.get("runs"):
         lines.append(
-            f"timers [{t.get('status')}]: perfgate vs {t.get('second_clock')}, worst of "
-            f"{t.get('runs')} runs: steady medians differ {pct(t.get('median_rel_diff'), 3)}, "
-            f"one step at most {pct(t.get('max_step_rel_diff'), 3)} (tolerance "
-            f"{pct(t.get('tolerance'), 0)})"
+            f"timers {tag(t, cpu, 'timers')}: perfgate vs {t.get('second_clock')} at the same "
+            f"boundaries, worst of {t.get('runs')} runs: steady medians differ "
+            f"{pct(t.get('median_rel_diff'), 3)}, one step at most "
+            f"{pct(t.get('max_step_rel_diff'), 3)} (tolerance {pct(t.get('tolerance'), 0)})"
+        )
+    ti = checks.get("timers.independent") or {}
+    if ti.get("perfgate_median_s"):
+        lines.append(
+            f"timers.independent {tag(ti, cpu, 'timers.independent')}: {ti.get('what')}: "
+            f"{ti['perfgate_median_s']:.5g} s vs {ti['other_median_s']:.5g} s "
+            f"({pct(ti['median_rel_diff'], 3)})"
+        )
+    tw = checks.get("timers.wall") or {}
+    if tw.get("wall_s"):
+        lines.append(
+            f"timers.wall {tag(tw, cpu, 'timers.wall')}: the parent's clock of rank 0's lines, "
+            f"worst of {tw.get('runs')} runs: steps {tw['window'][0]}-{tw['window'][1]} sum "
+            f"{tw['sum_of_steps_s']:.4g} s in steps.json, {tw['wall_s']:.4g} s on the wall "
+            f"({pct(tw['rel_diff'], 3)}, tolerance {pct(tw['tolerance'], 2)})"
         )
     g = checks.get("log") or {}
-    if g:
+    if g.get("runs"):
         lines.append(
-            f"log [{g.get('status')}]: rank 0's log parsed back, worst of {g.get('runs')} runs: "
-            f"{1000 * (g.get('max_abs_diff_s') or 0):.3f} ms from steps.json (resolution 0.05 ms)"
+            f"log {tag(g, cpu, 'log')}: rank 0's log parsed back, worst of {g.get('runs')} runs: "
+            f"{1000 * (g.get('max_abs_diff_s') or 0):.3f} ms from steps.json (half a printed "
+            f"unit: {1000 * (g.get('half_unit_s') or 0):.3f} ms)"
         )
     r = checks.get("results") or {}
     if r:
@@ -109,7 +141,8 @@ def summary(result: dict[str, Any]) -> str:
     m = checks.get("mfu") or {}
     if m.get("tflops_per_gpu"):
         lines.append(
-            f"MFU [{m['status']}]: {m['tflops_per_gpu']['megatron']:.4g} TFLOP/s/GPU (megatron) "
+            f"MFU {tag(m, cpu, 'mfu')}: {m['tflops_per_gpu']['megatron']:.4g} TFLOP/s/GPU "
+            "(megatron) "
             f"= {pct(m['mfu_datasheet']['megatron'], 1)} of the datasheet "
             f"{m['datasheet_peak_tflops']:.0f}, {pct(m['mfu_measured_peak']['megatron'], 1)} of "
             f"the measured bf16 GEMM peak {m['measured_gemm_peak_tflops']:.4g}"
@@ -134,11 +167,37 @@ def summary(result: dict[str, Any]) -> str:
             f"SD {pct(a.get('evaluator_pair_sd'))} (MAD {pct(a.get('evaluator_pair_sigma_mad'))}),"
             f" production prior per pair {pct(a.get('production_prior_pair_sigma'))}"
         )
+    lines += nemo2_lines(result)
+    for name, c in (result.get("controls") or {}).items():
+        lines.append(control_line(name, c))
     if result.get("left_out"):
         lines.append("left out for the budget: " + "; ".join(result["left_out"]))
-    ok, failed = overall(result)
-    lines.append("overall: PASS" if ok else f"overall: FAIL ({', '.join(failed)})")
+    plumbing = verdict.plumbing(result)
+    if plumbing:
+        lines.append(
+            "plumbing only: "
+            + "; ".join(f"{k} ({v})" for k, v in plumbing.items() if k in checks or k in p)
+        )
+    ok, failed = verdict.overall(result)
+    lines.append("overall: PASS" if ok else f"overall: FAIL ({'; '.join(failed)})")
     return "\n".join(lines) + "\n"
+
+
+def nemo2_lines(result: dict[str, Any]) -> list[str]:
+    """The NeMo 2 stage's checks, one line each."""
+    checks, cpu = result.get("checks", {}), bool(result.get("cpu"))
+    n = result.get("nemo2") or {}
+    lines = []
+    if n:
+        product = (n.get("product") or {}).get("line") or "callbacks on a stand-in model (CPU)"
+        lines.append(f"nemo2 row {n.get('row_id')}: {product}")
+    for name in ("nemo2.boundary", *verdict.NEMO2_GPU[1:]):
+        c = checks.get(name)
+        if c is None:
+            continue
+        text = c.get("why") if c.get("status") != "pass" and c.get("why") else nemo2_fact(name, c)
+        lines.append(f"{name} {tag(c, cpu, name)}: {text}")
+    return lines
 
 
 def readme_section(result: dict[str, Any] | None) -> str:
@@ -180,3 +239,35 @@ def write(out: Path, result: dict[str, Any]) -> tuple[Path, Path]:
     text = out / "gpu-check.txt"
     text.write_text(summary(result))
     return path, text
+
+
+def nemo2_fact(name: str, c: dict[str, Any]) -> str:
+    """What one NeMo 2 check found, in a few words."""
+    if name == "nemo2.boundary":
+        return (
+            f"NeMo stopped at {c.get('error', '')[:90]!r}, the suite's verdict {c.get('verdict')}"
+        )
+    if name == "nemo2.timers":
+        return (
+            f"TimingCallback vs {c.get('second_clock')} from batch start to batch start: medians "
+            f"differ {pct(c.get('median_rel_diff'), 3)}; the device clock sees "
+            f"{1000 * (c.get('median_gap_s') or 0):.2f} ms more per step"
+        )
+    if name == "nemo2.wall":
+        return f"TimingCallback's steps vs the parent's wall clock: {pct(c.get('rel_diff'), 3)}"
+    if name == "nemo2.log":
+        return (
+            f"NeMo's printed lines vs steps.json: {c.get('max_diff_in_half_units', 0):.2f} of "
+            "half a printed unit"
+        )
+    if name == "nemo2.flops":
+        return (
+            f"NeMo {c.get('nemo_version')}'s FLOPs callback vs perfgate's {c.get('convention')}: "
+            f"{pct(c.get('max_rel_diff'), 4)} at most"
+        )
+    if name == "nemo2.phases":
+        return f"forward-backward + optimizer = {pct(c.get('share_of_step'), 1)} of the step"
+    return (
+        f"NeMo 2 {c.get('nemo2_step_s', 0):.4g} s/step, megatron_core "
+        f"{c.get('megatron_core_step_s', 0):.4g} s/step"
+    )

@@ -1,28 +1,36 @@
-"""The check's stages after the wheels are installed: product run, measure, pairs, checks.
+"""The check's stages after the wheels are installed: product run, measure, NeMo 2, pairs, checks.
 
-Each stage asks the Budget whether it still fits; what does not is named in left_out.
+Each stage asks the Budget whether it still fits; what does not is named in left_out. A stage
+that raises (an import that fails, a child that cannot start) is recorded with its reason,
+every check it owns is "not run" for that reason, and the stages after it still run.
+
+The GPU plan within the default 8 minutes (measured on one H200: product run 36 s,
+measurements 28 s, each pair 50-60 s, about 17 s of each being process start-up): wheels
+~20 s, the megatron_core product run ~40 s, the measurements ~45 s (with the two 12-step clock
+loops), the NeMo 2 product run ~100 s (NeMo's imports in pytest and in the rank, the model
+with local attention, 20 steps), then 2 A/A and 2 A/B pairs ~220 s: about 7.1 minutes with
+the 20 s reserve. Pairs 3 and 4 of each kind run only where the budget still has room.
 """
 
 from __future__ import annotations
 
 import json
-import resource
-import statistics
-import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpucheck import checks, pairs, report
+from gpucheck import checks, controls, pairs, report, verdict
+from gpucheck.budget import Budget, Log
+from gpucheck.follow import POLL_S
+from gpucheck.nemo2 import Nemo2Stage, nemo_env
 from gpucheck.runs import (
     RunData,
     check_row,
     child_env,
     cpu_row,
-    free_port,
     launch,
+    measure_child,
     product_run,
     pytest_command,
     tp2_row,
@@ -30,68 +38,45 @@ from gpucheck.runs import (
 )
 from perfgate.catalog.schema import row_to_dict
 from perfgate.stats import DEFAULT_TOLERANCE
-from perfgate.workload.megatron_core.face import env_defaults
 from perfgate.workload.megatron_core.plan import settings_for
 from perfgate.workload.spec import WorkloadSpec
 
 REPO = Path(__file__).resolve().parents[2]
-RESERVE_S = 20.0  # kept for the checks, the JSON and the summary
 PAIR_STEPS = 20  # >= 15: perfgate's steady window needs 5 skipped + 10 steady steps
 INTERLEAVE = {"cuda": 4, "cpu": 3}  # steps per A/B block of the in-process cost
+CLOCK_STEPS = {"cuda": 12, "cpu": 8}  # steps of each of the measure process's clock loops
+MIN_PAIRS = {"cuda": 2, "cpu": 1}  # pairs of each kind that always run (A/B's verdict needs 2)
 TP2_LOSS_TOL = 1e-3  # first loss of the TP=2 run vs TP=1: same weights and tokens, bf16
-
-
-class Log:
-    """Progress lines to stdout and to gpu-check.log in --out."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        path.write_text("")
-
-    def __call__(self, line: str) -> None:
-        """Print and keep one line."""
-        print(f"gpu-check: {line}", flush=True)
-        with open(self.path, "a") as f:
-            f.write(line + "\n")
-
-
-class Budget:
-    """Seconds left of --budget-min, and whether a stage of a given cost still fits."""
-
-    def __init__(self, minutes: float) -> None:
-        self.total = 60.0 * minutes
-        self.start = time.monotonic()
-
-    def used(self) -> float:
-        """Seconds since the start."""
-        return time.monotonic() - self.start
-
-    def left(self) -> float:
-        """Seconds left before the reserve."""
-        return self.total - self.used() - RESERVE_S
-
-    def fits(self, seconds: float) -> bool:
-        """Whether a stage of this estimated cost ends inside the budget."""
-        return self.left() >= seconds
-
-    @staticmethod
-    def cpu() -> float:
-        """CPU seconds (user + system) of this process and of its children that have ended."""
-        own = resource.getrusage(resource.RUSAGE_SELF)
-        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+# The checks (and controls) each stage owns: "not run" with the stage's reason if it raised.
+OWNS = {
+    "product": ["product", "results", "control log"],
+    "measure": ["flops", "mfu", "timers.independent", "control timers", "control flops"],
+    "runner": ["flops", "mfu", "timers.independent", "control timers", "control flops", "tp2"],
+    "nemo2": [*verdict.NEMO2_GPU, *verdict.NEMO2_CPU, "control nemo2.log"],
+    "pairs": ["aa", "ab"],
+}
 
 
 class Stages:
     """One check: the rows, the runs made so far, and the result being assembled."""
 
-    def __init__(self, args: Any, log: Log, budget: Budget, work: Path, gpu: str, facts: dict):
+    def __init__(
+        self,
+        args: Any,
+        log: Log,
+        budget: Budget,
+        work: Path,
+        gpu: str,
+        facts: dict,
+        sites: dict[str, list[Path]],
+    ):
         self.args, self.log, self.budget, self.work, self.facts = args, log, budget, work, facts
-        self.env = child_env(work / "site", REPO)
+        self.repo, self.sites = REPO, sites
+        self.env = child_env(sites["megatron_core"], REPO)
         if args.cpu:  # one thread per rank (trainer.cpu_threads): a tiny model on a shared host
             self.env["OMP_NUM_THREADS"] = "1"
         row = check_row(REPO / "baselines", gpu)
+        self.gpu_row = row
         self.baselines = None
         if args.cpu:
             row = cpu_row(row)
@@ -100,7 +85,8 @@ class Stages:
         self.settings = settings_for(row)
         self.b = pairs.b_overrides(self.settings.arch.num_layers)
         self.device = self.settings.device
-        self.runs: list[RunData] = []
+        self.runs: list[RunData] = []  # every launch (failed_runs)
+        self.core_runs: list[RunData] = []  # the megatron_core launches the core checks read
         self.launch_s = 60.0  # one launch's seconds: the product run's, then the slowest pair run
         self.pair_walls: list[float] = []
         self.left_out: list[str] = []
@@ -113,7 +99,11 @@ class Stages:
             "budget_s": budget.total,
             "row_id": row.id,
             "row": row_to_dict(row),
+            "nemo2_requested": bool(args.nemo2),
             "checks": {},
+            "controls": {},
+            "not_run": {},
+            "stage_errors": {},
         }
 
     def timeout(self) -> float:
@@ -121,15 +111,33 @@ class Stages:
         return max(60.0, self.budget.left())
 
     def stages(self) -> list[Callable[[], None]]:
-        """The stages in order: product run, measurements, pairs, checks (--cpu: cpustages)."""
-        return [self.product_stage, self.measure_stage, self.pairs_stage, self.check_stage]
+        """The stages in order: product run, measurements, NeMo 2, pairs, checks."""
+        return [
+            self.product_stage,
+            self.measure_stage,
+            self.nemo2_stage,
+            self.pairs_stage,
+            self.check_stage,
+        ]
+
+    def guarded(self, stage: Callable[[], None]) -> None:
+        """Run a stage; if it raises, its checks are "not run" with the reason, and on."""
+        name = stage.__name__.removesuffix("_stage")
+        try:
+            stage()
+        except Exception as e:
+            why = f"stage {name} raised {type(e).__name__}: {str(e)[:300]}"
+            self.log(why)
+            self.result["stage_errors"][name] = why
+            for owned in OWNS.get(name, []):
+                self.result["not_run"].setdefault(owned, why)
 
     def run(self) -> dict[str, Any]:
         """All stages, then the checks; the result dict."""
         cpu = {"before": self.budget.cpu()}  # the wheels' install and the torch probe
         for stage in self.stages():
             start = self.budget.cpu()
-            stage()
+            self.guarded(stage)
             cpu[stage.__name__.removesuffix("_stage")] = self.budget.cpu() - start
         cpu["total"] = self.budget.cpu()
         self.log("CPU seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items()))
@@ -153,6 +161,7 @@ class Stages:
         ok = ok and (p.exit_code == 0 or (self.args.cpu and unsteady))
         if p.run:
             self.runs.append(p.run)
+            self.core_runs.append(p.run)
             self.launch_s = launch_wall(p.run.run_dir) or p.wall_s
         measured = rec.get("measured") or {}
         step = f", step time {measured['step_time_s']:.4f} s" if measured else ""
@@ -175,17 +184,15 @@ class Stages:
 
     def measure_args(self) -> list[str]:
         """gpucheck.measure's arguments after SPEC OUT: as much as the budget leaves room for."""
+        # B's in-process cost always runs: A/B's expected verdict is derived from it.
         interleave, sweep = INTERLEAVE[self.device], True
-        minimum = 4 * self.launch_s  # one A/A and one A/B pair always run
-        base = self.launch_s
-        if not self.budget.fits(base + minimum + 10.0):
-            interleave, sweep = 0, False
-            self.left_out += ["B's in-process cost", "GEMM sweep"]
-        elif not self.budget.fits(base + minimum + 15.0):
+        minimum = 4 * MIN_PAIRS[self.device] * self.launch_s  # the pairs that always run
+        if not self.budget.fits(self.launch_s + minimum + 15.0):
             sweep = False
             self.left_out.append("GEMM sweep")
         self.log(f"measure: GEMM peak{' sweep' if sweep else ''}, FlopCounterMode A and B")
         args = ["--b-overrides", json.dumps(self.b), "--interleave", str(interleave)]
+        args += ["--clock-steps", str(CLOCK_STEPS[self.device])]
         return args + (["--sweep"] if sweep else [])
 
     def measure_stage(self) -> None:
@@ -205,9 +212,27 @@ class Stages:
         out = self.work / "tp2"
         return WorkloadSpec(row=tp2_row(self.row), steps=8, output_dir=str(out), mock_data=True)
 
+    def nemo2_stage(self) -> None:
+        """--nemo2: NeMo 2's row on the GPU (product path), or on CPU as far as NeMo goes."""
+        if not self.args.nemo2:
+            return
+        if getattr(self.args, "nemo2_missing", None):
+            raise RuntimeError(self.args.nemo2_missing)
+        python = self.args.nemo_python or sys.executable
+        env = nemo_env(child_env(self.sites["nemo2"], REPO))
+        if self.args.cpu:
+            env["OMP_NUM_THREADS"] = "1"
+        stage = Nemo2Stage(self, env, python)
+        if self.args.cpu:
+            stage.cpu_stage()
+            return
+        prod = self.product.run if self.product else None
+        stage.gpu_stage(checks.steady_median(prod.host_s if prod else None))
+
     def record_tp2(self, run: RunData) -> None:
         """CPU only: the TP=2 run's first loss must be TP=1's (same weights and tokens)."""
         self.runs.append(run)
+        self.core_runs.append(run)
         first = (self.product.run.losses or [None])[0] if self.product.run else None
         mine = (run.losses or [None])[0]
         ok = (
@@ -227,7 +252,7 @@ class Stages:
     def pairs_stage(self) -> None:
         """A/A and A/B pairs, alternating, while the budget allows (the first of each always)."""
         for kind, i in pairs.plan(self.args.pairs):
-            if i and not self.budget.fits(2.2 * self.launch_s):
+            if i >= MIN_PAIRS[self.device] and not self.budget.fits(2.2 * self.launch_s):
                 self.left_out.append(f"{kind.upper()} pair {i + 1}")
                 continue
             runs = {}
@@ -254,6 +279,7 @@ class Stages:
     def record_pair(self, kind: str, i: int, runs: dict[str, RunData]) -> None:
         """Keep a pair's runs, and its series where both runs completed."""
         self.runs += runs.values()
+        self.core_runs += runs.values()
         self.log(
             f"{kind.upper()} pair {i + 1}: "
             + ", ".join(
@@ -266,50 +292,79 @@ class Stages:
             self.series[kind][1].append(runs["candidate"].host_s)
 
     def check_stage(self) -> None:
-        """Every check on what ran; the pairs judged; the environment recorded."""
-        c = self.result["checks"]
+        """Every check on what ran, the negative controls, the pairs judged, the environment."""
+        c, ctl = self.result["checks"], self.result["controls"]
+        runs = self.core_runs
         c["timers"] = worst(
-            [checks.timer_check(r.host_s, r.second_s, r.second_clock) for r in self.runs],
+            [checks.timer_check(r.host_s, r.second_s, r.second_clock) for r in runs],
             "median_rel_diff",
         )
+        c["timers"]["what"] = "the device clock at the same boundaries: proves the host's sync"
+        c["timers.wall"] = worst(
+            [checks.wall_check(r.host_s, r.arrivals, POLL_S) for r in runs], "rel_diff"
+        )
         c["log"] = worst(
-            [checks.log_check(r.steps, r.host_s, r.log_steps, r.log_s) for r in self.runs],
-            "max_abs_diff_s",
+            [checks.log_check(r.steps, r.host_s, r.log_steps, r.log_s, r.log_format) for r in runs],
+            "max_diff_in_half_units",
         )
         prod = self.product.run if self.product else None
-        c["results"] = checks.results_check(
-            self.product.record if self.product else None, prod.host_s if prod else [], self.row
-        )
-        s, m = self.settings, self.measured
-        if m:
-            layers = self.b["model.recompute_num_layers"]
-            c["flops"] = checks.flops_check(s.arch, s.seq_len, s.gbs, s.padded_vocab, m, layers)
-            self.result["b"] = {
-                "what": f"activation recompute of {layers} of {s.arch.num_layers} layers (block)",
-                "fields": self.b,
-                "extra_flops": c["flops"]["b_extra_flops_fraction"],
-                "cost": (m.get("b_cost") or {}).get("cost"),
-            }
-        if m and prod and prod.host_s:
-            first, last, _ = checks.steady_window(prod.host_s)
-            step = statistics.median(prod.host_s[first : last + 1])
-            step_flops = checks.per_step_flops(s.arch, s.seq_len, s.gbs, s.tp)
-            c["mfu"] = checks.mfu_check(
-                step, step_flops, self.row.num_gpus, self.row.gpu, m["gemm"]["peak_tflops"]
+        if self.product:
+            c["results"] = checks.results_check(
+                self.product.record, prod.host_s if prod else [], self.row
             )
+        if prod:
+            text = (prod.run_dir / "rank-0.log").read_text(errors="replace")
+            ctl["log"] = controls.log_control(text, prod.log_format, prod.steps, prod.host_s)
+        self.measure_checks(prod)
         self.result["pairs"] = self.judge_pairs()
         self.result["runs"] = [r.to_dict() for r in self.runs]
         self.result["failed_runs"] = [str(r.run_dir.name) for r in self.runs if r.problem]
+        for name, why in verdict.plumbing(self.result).items():
+            if name in c:
+                c[name]["plumbing"] = why
+        m = self.measured or {}
         versions = prod.versions if prod else {}
         self.result["environment"] = {
-            "device": (m or {}).get("gpu_name") or self.facts.get("gpu_name") or "cpu",
-            "driver": (m or {}).get("driver") or versions.get("driver"),
+            "device": m.get("gpu_name") or self.facts.get("gpu_name") or "cpu",
+            "driver": m.get("driver") or versions.get("driver"),
             # the measuring process's torch.__version__ (--cpu's probe reads only the metadata)
-            "torch": (m or {}).get("torch") or self.facts.get("torch"),
+            "torch": m.get("torch") or self.facts.get("torch"),
             "megatron_core": versions.get("megatron_core"),
             "python": self.facts.get("python"),
             "gpu_row": self.row.gpu,
         }
+
+    def measure_checks(self, prod: RunData | None) -> None:
+        """FLOPs, MFU, the unsynchronised clock loop, and their controls (measure's data)."""
+        c, ctl, s, m = self.result["checks"], self.result["controls"], self.settings, self.measured
+        if not m:
+            return
+        layers = self.b["model.recompute_num_layers"]
+        c["flops"] = checks.flops_check(s.arch, s.seq_len, s.gbs, s.padded_vocab, m, layers)
+        ctl["flops"] = controls.flops_control(s.arch, s.seq_len, s.gbs, s.padded_vocab, m, layers)
+        self.result["b"] = {
+            "what": f"activation recompute of {layers} of {s.arch.num_layers} layers (block)",
+            "fields": self.b,
+            "extra_flops": c["flops"]["b_extra_flops_fraction"],
+            "cost": (m.get("b_cost") or {}).get("cost"),
+        }
+        clocks = m.get("clocks")
+        if clocks:
+            c["timers.independent"] = checks.medians_check(
+                clocks["perfgate_s"],
+                clocks["device_s"],
+                f"perfgate's synced clock vs {clocks['device_clock']} marks of a loop without "
+                "host syncs, read after it",
+            )
+            ctl["timers"] = controls.timers_control(
+                clocks["control_s"], clocks["device_s"], clocks["device_clock"]
+            )
+        step = checks.steady_median(prod.host_s if prod else None)
+        if step:
+            step_flops = checks.per_step_flops(s.arch, s.seq_len, s.gbs, s.tp)
+            c["mfu"] = checks.mfu_check(
+                step, step_flops, self.row.num_gpus, self.row.gpu, m["gemm"]["peak_tflops"]
+            )
 
     def judge_pairs(self) -> dict[str, Any]:
         """Both kinds judged by the gate's rule, and their noise beside the assumptions."""
@@ -328,7 +383,7 @@ class Stages:
 def worst(results: list[dict], key: str) -> dict:
     """One check over several runs: failed if any failed, else the run with the largest key."""
     if not results:
-        return {"status": "skipped", "why": "no run"}
+        return {"status": "not run", "why": "no launch completed"}
     failed = [r for r in results if r.get("status") != "pass"]
     pick = failed[0] if failed else max(results, key=lambda r: r.get(key) or 0.0)
     return {**pick, "runs": len(results), "failed_runs": len(failed)}
@@ -341,38 +396,3 @@ def launch_wall(run_dir: Path) -> float | None:
         return float(next(e["wall_s"] for e in entries if Path(e["run_dir"]) == run_dir))
     except (OSError, ValueError, KeyError, StopIteration, TypeError):
         return None
-
-
-def measure_files(row: Any, work: Path) -> tuple[Path, Path, Path]:
-    """(spec, output JSON, log) of the measurements, the spec written."""
-    folder = work / "measure"
-    spec = WorkloadSpec(row=row, steps=0, output_dir=str(folder), mock_data=True)
-    return spec.write(folder / "spec.json"), folder / "measure.json", folder / "measure.log"
-
-
-def read_measure(out: Path, log: Path, code: int) -> tuple[dict | None, str | None]:
-    """(the measurements, None) or (None, why there are none)."""
-    if code or not out.exists():
-        tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
-        return None, f"measure exited {code}: {tail}"
-    return json.loads(out.read_text()), None
-
-
-def measure_child(
-    row: Any, env: dict, work: Path, args: list[str], timeout: float
-) -> tuple[dict | None, str | None, float]:
-    """Run gpucheck.measure in its own process; (its JSON, the error if any, seconds)."""
-    spec, out, log_path = measure_files(row, work)
-    cmd = [sys.executable, "-m", "gpucheck.measure", str(spec), str(out), *args]
-    renv = {**env_defaults(row), **env, "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"}
-    renv.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
-    start = time.monotonic()
-    with open(log_path, "wb") as log:
-        try:
-            proc = subprocess.run(
-                cmd, env=renv, stdout=log, stderr=subprocess.STDOUT, timeout=timeout, check=False
-            )
-            code = proc.returncode
-        except subprocess.TimeoutExpired:
-            code = 124
-    return (*read_measure(out, log_path, code), time.monotonic() - start)

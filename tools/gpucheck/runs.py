@@ -15,17 +15,22 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpucheck.prepare import Refused
+from gpucheck.follow import LogFollower
+from gpucheck.wheels import Refused
 from perfgate import catalog
 from perfgate.catalog.rows import Row, canonical_id
 from perfgate.catalog.schema import row_to_dict
 from perfgate.logs import parse_files, stepfile
+from perfgate.workload.deviceclock import CLOCK_FILE
+from perfgate.workload.deviceclock import read_clock as read_device_clock
 from perfgate.workload.megatron_core.clock import SIDECAR, read_sidecar
+from perfgate.workload.megatron_core.face import env_defaults
 from perfgate.workload.spec import WorkloadSpec
 
 BACKEND = "megatron_core"
@@ -91,6 +96,9 @@ class RunData:
     second_clock: str | None = None
     log_steps: list[int] = field(default_factory=list)
     log_s: list[float] = field(default_factory=list)  # rank 0's log parsed by perfgate.logs
+    log_format: str | None = None
+    arrivals: list[float] = field(default_factory=list)  # the parent's clock (gpucheck.follow)
+    tflops: list[float | None] = field(default_factory=list)  # steps.json (NeMo's callback)
     losses: list[float | None] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)
     problem: str | None = None
@@ -111,28 +119,39 @@ def read_run(label: str, run_dir: Path, wall_s: float, exit_code: int) -> RunDat
         run.steps = [int(s["step"]) for s in record.steps]
         run.host_s = [float(s["step_time_s"]) for s in record.steps]
         run.losses = [s.get("loss") for s in record.steps]
+        run.tflops = [s.get("tflops_per_gpu") for s in record.steps]
         run.versions = dict(record.versions)
         if record.status != "completed":
             problems.append(f"steps.json status {record.status}: {record.error}")
     except Exception as e:
         problems.append(str(e))
     try:
-        sidecar = read_sidecar(run_dir / SIDECAR)
+        sidecar = read_clock(run_dir)
         run.second_s = [float(x) for x in sidecar["second_step_time_s"]]
         run.second_clock = sidecar["second_clock"]
     except Exception as e:
-        problems.append(f"{SIDECAR}: {e}")
+        problems.append(str(e))
     log = run_dir / "rank-0.log"
     try:
         series = parse_files([log])
         run.log_steps = [s.step for s in series.steps]
         run.log_s = [s.step_time_s for s in series.steps]
+        run.log_format = series.format
     except Exception as e:
         problems.append(f"{log.name}: {e}")
     if exit_code:
         problems.insert(0, f"exit code {exit_code}")
     run.problem = "; ".join(problems) or None
     return run
+
+
+def read_clock(run_dir: Path) -> dict[str, Any]:
+    """The launch's second clock: megatron_core.json (megatron_core) or device_clock.json."""
+    if (run_dir / SIDECAR).exists():
+        return read_sidecar(run_dir / SIDECAR)
+    if (run_dir / CLOCK_FILE).exists():
+        return read_device_clock(run_dir / CLOCK_FILE)
+    raise ValueError(f"no second clock in {run_dir} ({SIDECAR} or {CLOCK_FILE})")
 
 
 def free_port() -> int:
@@ -191,8 +210,12 @@ def launch(
     start = time.monotonic()
     argv = [python, "-m", "perfgate.workload", str(spec_path)]
     logs = [run_dir / f"rank-{r}.log" for r in range(ranks)]
+    follower = LogFollower(logs[0])
+    follower.start()
     code = start_ranks(argv, ranks, env, timeout_s, logs)
-    return read_run(spec.label, run_dir, time.monotonic() - start, code)
+    run = read_run(spec.label, run_dir, time.monotonic() - start, code)
+    run.arrivals = follower.stop()
+    return run
 
 
 @dataclass
@@ -241,6 +264,8 @@ def product_run(
     """Run the suite for the row; read results.json and the launch's files."""
     start = time.monotonic()
     env = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    follower = LogFollower(results / "**" / "rank-0.log")
+    follower.start()
     try:
         proc = subprocess.run(
             cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s, check=False
@@ -249,6 +274,7 @@ def product_run(
     except subprocess.TimeoutExpired as e:
         code, tail = 124, f"timed out after {timeout_s:.0f} s: {str(e.stdout)[-2000:]}"
     wall = time.monotonic() - start
+    arrivals = follower.stop()
     record, run = None, None
     path = results / "results.json"
     if path.exists():
@@ -257,11 +283,47 @@ def product_run(
     if runs and runs[0].get("log_path"):
         run_dir = Path(runs[0]["log_path"]).parent
         run = read_run("product", run_dir, wall, 0)
+        run.arrivals = arrivals if follower.path == str(run_dir / "rank-0.log") else []
     return ProductRun(code, wall, cmd, record, run, tail)
 
 
-def child_env(site: Path | None, repo: Path) -> dict[str, str]:
-    """The environment of every child: the installed wheels, then perfgate's source."""
-    paths = [str(p) for p in (site, repo / "src", repo / "scripts") if p]
+def child_env(sites: list[Path], repo: Path) -> dict[str, str]:
+    """The environment of a stage's children: its installed wheels, then perfgate's source."""
+    paths = [str(p) for p in (*sites, repo / "src", repo / "tools")]
     old = os.environ.get("PYTHONPATH")
     return {**os.environ, "PYTHONPATH": os.pathsep.join([*paths, *([old] if old else [])])}
+
+
+def measure_files(row: Any, work: Path) -> tuple[Path, Path, Path]:
+    """(spec, output JSON, log) of the measurements, the spec written."""
+    folder = work / "measure"
+    spec = WorkloadSpec(row=row, steps=0, output_dir=str(folder), mock_data=True)
+    return spec.write(folder / "spec.json"), folder / "measure.json", folder / "measure.log"
+
+
+def read_measure(out: Path, log: Path, code: int) -> tuple[dict | None, str | None]:
+    """(the measurements, None) or (None, why there are none)."""
+    if code or not out.exists():
+        tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
+        return None, f"measure exited {code}: {tail}"
+    return json.loads(out.read_text()), None
+
+
+def measure_child(
+    row: Any, env: dict, work: Path, args: list[str], timeout: float
+) -> tuple[dict | None, str | None, float]:
+    """Run gpucheck.measure in its own process; (its JSON, the error if any, seconds)."""
+    spec, out, log_path = measure_files(row, work)
+    cmd = [sys.executable, "-m", "gpucheck.measure", str(spec), str(out), *args]
+    renv = {**env_defaults(row), **env, "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"}
+    renv.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    start = time.monotonic()
+    with open(log_path, "wb") as log:
+        try:
+            proc = subprocess.run(
+                cmd, env=renv, stdout=log, stderr=subprocess.STDOUT, timeout=timeout, check=False
+            )
+            code = proc.returncode
+        except subprocess.TimeoutExpired:
+            code = 124
+    return (*read_measure(out, log_path, code), time.monotonic() - start)

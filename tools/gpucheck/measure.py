@@ -12,6 +12,11 @@
    weights, data and allocator are the same and only the recompute differs.
 3. --interleave N: B's cost in time, without launch noise: blocks of N steps, A B A B, on the
    same model in this process; the first step of each block is left out (the switch).
+4. --clock-steps N: two loops of N steps on the same model. The first is timed by perfgate's
+   own StepClock (host, synced). The second by nothing the step code takes: device marks
+   queued at each step's start and read after the loop (no host sync anywhere), and, for the
+   negative control, the host's perf_counter at the start of each step's last micro-batch,
+   read without a sync (gpucheck.controls).
 """
 
 from __future__ import annotations
@@ -104,6 +109,56 @@ def interleave(torch: Any, trainer: Any, b_fields: dict[str, Any], n: int) -> di
     return {"steps_per_block": n, "a_step_s": a, "b_step_s": b, "cost": b / a - 1.0, **times}
 
 
+class LastMicrobatchMark:
+    """Wraps the trainer's forward step: the host time (no sync) its last micro-batch starts."""
+
+    def __init__(self, trainer: Any) -> None:
+        self.trainer, self.calls, self.at = trainer, 0, float("nan")
+        self.inner = trainer._forward_step
+        trainer._forward_step = self
+
+    def __call__(self, data_iterator: Any, model: Any) -> Any:
+        self.calls += 1
+        if self.calls % self.trainer.settings.num_microbatches == 0:
+            self.at = time.perf_counter()
+        return self.inner(data_iterator, model)
+
+    def remove(self) -> None:
+        """Put the trainer's own forward step back."""
+        self.trainer._forward_step = self.inner
+
+
+def clock_loops(torch: Any, trainer: Any, steps: int) -> dict[str, Any]:
+    """perfgate's synced clock on one loop; device marks and the control on another."""
+    from perfgate.workload.deviceclock import DeviceClock
+    from perfgate.workload.megatron_core.clock import StepClock
+
+    clock = StepClock(torch)
+    clock.start()
+    for _ in range(steps):
+        trainer.step()
+        clock.lap()
+    device = DeviceClock(torch)
+    mark = LastMicrobatchMark(trainer)
+    control = []
+    try:
+        for _ in range(steps):
+            device.mark()
+            start = time.perf_counter()
+            trainer.step()
+            control.append(mark.at - start)
+        device.mark()
+    finally:
+        mark.remove()
+    return {
+        "perfgate_s": clock.host_s,
+        "device_s": device.intervals(),
+        "device_clock": device.name,
+        "control_s": control,
+        "num_microbatches": trainer.settings.num_microbatches,
+    }
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Everything the module docstring lists, as one JSON-ready dict."""
     import torch
@@ -138,6 +193,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         set_fields(trainer.config, before)
         if args.interleave:
             out["b_cost"] = interleave(torch, trainer, b_fields, args.interleave)
+        if args.clock_steps:
+            out["clocks"] = clock_loops(torch, trainer, args.clock_steps)
     finally:
         shutdown()
     return out
@@ -151,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--b-overrides", default="{}", help="B's model.* overrides (JSON)")
     parser.add_argument("--sweep", action="store_true", help="time more GEMM shapes")
     parser.add_argument("--interleave", type=int, default=0, help="steps per A/B block")
+    parser.add_argument("--clock-steps", type=int, default=0, help="steps of each clock loop")
     args = parser.parse_args(argv)
     start = time.monotonic()
     result = measure(args)

@@ -1,0 +1,74 @@
+"""Rank 0's recorder keeps its disk work out of the training loop: a step is appended, the
+file is written by a thread at a bounded rate, and the final record always has every step."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from perfgate.logs import Step, stepfile
+from perfgate.workload.runtime import Recorder
+
+
+def _recorder(tmp_path, every_s: float) -> Recorder:
+    rec = Recorder(tmp_path / "steps.json", stepfile.StepRecord(row_id="r", backend="command"))
+    rec.WRITE_EVERY_S = every_s
+    return rec
+
+
+def _steps_on_disk(rec: Recorder) -> int:
+    return len(json.loads(rec.path.read_text())["steps"])
+
+
+def test_a_step_is_appended_and_written_by_the_writer_not_the_caller(tmp_path, monkeypatch):
+    rec = _recorder(tmp_path, every_s=3600.0)
+    rec.update(status="running")  # status changes are written at once
+    callers = []
+    real = stepfile.write
+
+    def write(path, record):
+        callers.append(threading.current_thread() is threading.main_thread())
+        real(path, record)
+
+    monkeypatch.setattr(stepfile, "write", write)
+    for i in range(10_000):
+        rec.add_step(Step(step=i, step_time_s=0.4))
+    deadline = time.monotonic() + 60  # a bounded wait for the writer's first write
+    while not (rec.path.exists() and _steps_on_disk(rec) > 0) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    # 10,000 steps, and the training thread wrote none of them: the writer wrote once (its
+    # next write is an hour away), the rest wait for it or for finish()
+    assert callers.count(True) == 0 and callers.count(False) == 1, callers
+    assert 1 <= _steps_on_disk(rec) <= 10_000
+    rec.finish("completed")
+    out = stepfile.read(rec.path)
+    assert out.status == "completed" and [s["step"] for s in out.steps] == list(range(10_000))
+    assert callers[-1] is True  # the final record, written by the caller of finish()
+
+
+def test_writes_are_bounded_by_the_interval_whatever_the_step_rate(tmp_path):
+    rec = _recorder(tmp_path, every_s=0.2)
+    started = time.monotonic()
+    for i in range(2_000):
+        rec.add_step(Step(step=i, step_time_s=0.001))
+        time.sleep(0.0005)
+    elapsed = time.monotonic() - started
+    rec.finish("completed")
+    # one write per 0.2 s at most while steps came, plus the final one
+    assert rec.writes <= elapsed / 0.2 + 2, (rec.writes, elapsed)
+    assert len(stepfile.read(rec.path).steps) == 2_000
+
+
+def test_flush_and_status_updates_write_every_step_at_once(tmp_path):
+    rec = _recorder(tmp_path, every_s=3600.0)
+    rec.add_step(Step(step=0, step_time_s=1.0))
+    rec.add_step(Step(step=1, step_time_s=1.0))
+    rec.flush()
+    assert _steps_on_disk(rec) == 2
+    rec.add_step(Step(step=2, step_time_s=1.0))
+    rec.update(peak_memory_gib_per_rank=[1.5])  # after the last step: carries the steps too
+    assert _steps_on_disk(rec) == 3
+    rec.finish("failed", "RuntimeError: boom\nat step 3")
+    out = stepfile.read(rec.path)
+    assert (out.status, out.error, len(out.steps)) == ("failed", "RuntimeError: boom at step 3", 3)
