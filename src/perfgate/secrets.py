@@ -56,10 +56,14 @@ _URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^/\s@]+(@)")
 _VALUE = r"(?:\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'|[^\s'\",;&|)}\]]+)"
 # The value is read only after a credential's name (x=API_KEY=v is still found; each name is
 # read once, so the scan stays linear in the text).
+# A JSON or Python key takes a quoted value (a secret is a string; a bare value after a
+# quoted key is prose: `field 'HF_TOKEN': expected ...`); a YAML key has no dot (a dotted
+# `spec.env.HF_TOKEN: ...` is perfgate's own "where: what" line, not YAML).
 _ASSIGNMENT = re.compile(
-    r"(?P<q>[\"'])(?P<qname>[A-Za-z_][\w.-]*)(?P=q)\s*[:=]\s*"
+    r"(?P<q>[\"'])(?P<qname>[A-Za-z_][\w.-]*)(?P=q)\s*[:=]\s*(?=[\"'])"
     r"|(?<![\w.-])(?P<flag>--?[A-Za-z][\w.-]*)(?:=|[ \t]+(?=[^\s-]))"
-    r"|(?<![\w.$-])(?P<name>[A-Za-z_][\w.-]*)[ \t]*(?:=|:(?!//))[ \t]*"
+    r"|(?<![\w.$-])(?P<name>[A-Za-z_][\w.-]*)[ \t]*=[ \t]*"
+    r"|(?<![\w.$-])(?P<yname>[A-Za-z_][\w-]*)[ \t]*:(?!//)[ \t]*"
 )
 _VALUE_AT = re.compile(_VALUE)
 _REFERENCE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\*\*\*")
@@ -179,9 +183,8 @@ def _secret_values(environ: Mapping[str, str] | None, extra: Iterable[str]) -> l
 def _mask_assignments(text: str) -> str:
     out, pos = [], 0
     for m in _ASSIGNMENT.finditer(text):
-        if m.start() < pos or not secret_name(
-            m.group("qname") or m.group("flag") or m.group("name")
-        ):
+        name = m.group("qname") or m.group("flag") or m.group("name") or m.group("yname")
+        if m.start() < pos or not secret_name(name):
             continue
         value = _VALUE_AT.match(text, m.end())
         if value is None:
