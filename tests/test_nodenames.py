@@ -105,8 +105,14 @@ def test_a_hostile_nodelist_from_squeue_is_dropped():
     text = (
         "42|job|RUNNING|None|../../etc/passwd|10:00|1:00\n43|job|RUNNING|None|n[1-2]|10:00|1:00\n"
     )
-    found = slurmstate.parse_squeue(text)
+    said: list[str] = []
+    with notices.routed(said.append):
+        found = slurmstate.parse_squeue(text)
     assert found["42"].nodes is None and found["43"].nodes == "n[1-2]"
+    assert said == [
+        "perfgate: warning: squeue: job 42: NodeList: host list left out: '../../etc/passwd': "
+        "not a host name ('/' is not allowed)"
+    ]
 
 
 # --- the rerun's --exclude ----------------------------------------------------------------------
