@@ -374,7 +374,7 @@ def test_200mb_of_garbage_streams_in_bounded_time_and_memory(big_garbage):
         (["validate", "{d}/h100.json"], "not valid JSON: NaN is not a JSON number"),
         (["parse", "{d}/binary.log"], "no step-time lines found"),
         (["compare", "--candidate", "{d}/binary.log", "--baseline-step-time", "1"], "no step"),
-        (["report", "{d}/h100.json"], "field 'schema' is 'list', expected 'perfgate.results/1'"),
+        (["report", "{d}/h100.json"], "h100.json: not valid JSON: NaN is not a JSON number"),
     ],
 )
 def test_as_a_process_bad_input_is_one_line_and_exit_2(argv, problem, tmp_path):

@@ -45,6 +45,9 @@ LAYERS: dict[str, int] = {
     "perfgate.inputs": 0,
     "perfgate.limits": 0,  # bounds on numbers, caps on sizes
     "perfgate.rowrecord": 0,  # the results.json record's keys (TypedDicts)
+    "perfgate.nodenames": 0,  # the one grammar of node names, Slurm host lists
+    "perfgate.notices": 0,  # the one-line warnings of the readers at the door
+    "perfgate.typedjson": 0,  # JSON checked against declared types
     "perfgate.catalog": 1,
     "perfgate.logs": 1,
     "perfgate.stats": 2,
@@ -74,6 +77,9 @@ WORKLOAD_MAY_IMPORT = (
     "perfgate.charset",  # what characters a value may hold
     "perfgate.inputs",  # regular files only (a FIFO never hangs a read)
     "perfgate.limits",  # bounds on numbers, caps on sizes
+    "perfgate.nodenames",  # node names from SLURM_JOB_NODELIST and straggler reports
+    "perfgate.notices",  # a left-out item's warning line
+    "perfgate.typedjson",  # steps.json read back typed
     "perfgate.catalog",  # rows and their JSON schema
     "perfgate.logs",  # the series, steps.json, and the parser the command backend runs live
     "perfgate.workload",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from perfgate import limits
+from perfgate import limits, secrets
 from perfgate.errors import ConfigError
 
 # Names: row ids and variants, GPU/task/precision/backend tokens. Model keys are snake_case.
@@ -127,3 +127,17 @@ def printable(text: str) -> str:
 def _escape(m: re.Match[str]) -> str:
     code = ord(m.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def one_line(text: str) -> str:
+    """text as one terminal line: printable, and a newline or tab shown as \\n, \\t too, so an
+    outside value can never cut a line meant to be pasted (an --exclude= list, an error)."""
+    return printable(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
+def for_terminal(text: str, line: bool = False) -> str:
+    """The one rule for outside text (logs, job messages, names, a file's values) on a
+    terminal: secrets masked (perfgate.secrets.redact), then printable, or one_line when
+    `line` (a value inside a line)."""
+    masked = secrets.redact(text)
+    return one_line(masked) if line else printable(masked)

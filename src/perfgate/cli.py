@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
-from perfgate import cli_bisect, cli_history, cli_validate, flops, limits, logs, stats
+from perfgate import cli_bisect, cli_history, cli_validate, flops, limits, logs, notices, stats
 from perfgate.catalog import FLOPS_CONVENTIONS, TASKS, Baseline, Provenance
-from perfgate.charset import printable
+from perfgate.charset import for_terminal, printable
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.report import format as fmt
 from perfgate.report import render, sessionfiles, signoff, table
@@ -391,14 +391,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Escaped:
+    """A terminal stream that shows what a terminal would act on (ESC, OSC, BEL, CR, ...) as
+    escapes (charset.printable): the last guard, whatever a command prints from outside."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(printable(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input)."""
+    notices.reset()
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Escaped(out), _Escaped(err)
+    try:
+        with notices.routed(lambda line: print(line, file=sys.stderr, flush=True)):
+            return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except PerfgateError as e:
-        print(f"perfgate {args.command}: error: {e}", file=sys.stderr)
+        line = for_terminal(str(e), line=True)
+        print(f"perfgate {args.command}: error: {line}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.catalog import Baseline, load_catalog
-from perfgate.charset import printable
+from perfgate.charset import for_terminal
 from perfgate.errors import ConfigError
 from perfgate.history import calibrate, nodes, spool, transfer
 from perfgate.history.store import DEFAULT_NAME, HistoryStore
@@ -117,7 +117,7 @@ def _store(args: argparse.Namespace, must_exist: bool = True) -> HistoryStore:
 
 def _say_left_out(store: HistoryStore) -> None:
     for note in store.notes:
-        print(printable(f"history: {note}"), file=sys.stderr)
+        print(for_terminal(f"history: {note}", line=True), file=sys.stderr)
 
 
 def _baseline_of(args: argparse.Namespace, row_id: str) -> Baseline | None:
@@ -167,7 +167,7 @@ def _copy(source: HistoryStore, target: HistoryStore) -> int:
     tables = ", ".join(f"{added.get(t, 0)} of {n} {t}" for t, n in read.items()) or "nothing"
     print(f"{source.location} -> {target.location}: {tables} new, every row checked there")
     for note in done.left_out:
-        print(printable(f"not copied: {note}"), file=sys.stderr)
+        print(for_terminal(f"not copied: {note}", line=True), file=sys.stderr)
     return 1 if done.left_out else 0
 
 
@@ -242,6 +242,7 @@ def _nodes(args: argparse.Namespace) -> int:
         raise ConfigError(f"--min-runs {args.min_runs}: a node needs at least 2 runs to test")
     store = _store(args)
     totals = store.node_totals(args.cluster)
+    _say_left_out(store)  # runs and names the door left out (node names outside the grammar)
     found = nodes.findings(totals, q=args.fdr, min_runs=args.min_runs)
     exclude = nodes.exclude_list(found)
     if args.json:

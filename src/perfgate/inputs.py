@@ -43,7 +43,10 @@ def open_regular(
     """Open a regular file for binary reading; anything else is `error` ("x: not a regular
     file (a FIFO)"). OSError (missing, unreadable, a directory: IsADirectoryError as open()
     raises it) passes through for the caller to word."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except ValueError:  # "embedded null byte": no file can have that name
+        raise error(f"{os.fspath(path)!r}: not a file name (a NUL character)") from None
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
@@ -148,7 +151,7 @@ def require_regular(
     """`error` unless path is an existing regular file (a symlink to one included); no open."""
     try:
         mode = Path(path).stat().st_mode
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL character in the name
         raise error(f"{path}: no such file") from None
     if not stat.S_ISREG(mode):
         raise error(f"{path}: not a regular file ({kind(mode)})")

@@ -25,6 +25,7 @@ class Bound(NamedTuple):
 # Counts and sizes of a training run (the largest clusters have about 10^5 GPUs).
 GPUS = Bound(1_000_000, "no cluster has more GPUs")
 GPUS_PER_NODE = Bound(128, "no node has more GPUs")
+NODES = Bound(200_000, "no cluster has more nodes")
 BATCH = Bound(1 << 24, "no training run has a larger batch")
 SEQ_LEN = Bound(1 << 24, "no training run has longer sequences")
 VP = Bound(1024, "no pipeline has more virtual stages")

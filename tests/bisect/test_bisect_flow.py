@@ -151,8 +151,8 @@ def test_ctrl_c_keeps_the_state_and_resume_runs_that_probe_again_in_its_folder(t
     code, said = run(cfg, probe)
     assert code == 130
     assert said[-1] == (
-        f"perfgate bisect: interrupted; cancelled {ROW.id} (job 42, RUNNING); --resume runs "
-        "this probe again"
+        "perfgate bisect: interrupted (Ctrl-C): the probe is recorded as cancelled, jobs "
+        f"cancelled: {ROW.id} (job 42, RUNNING); --resume runs this probe again"
     )
     s = state(cfg)
     assert [(p["index"], p["status"]) for p in s["probes"]] == [

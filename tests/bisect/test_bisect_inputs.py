@@ -7,25 +7,13 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
+from resultsdata import ab_record
 from rowfactory import command_row
 
 from perfgate import cli
-from perfgate.catalog import dump_rows
 from perfgate.report.sessionfiles import SCHEMA
 
 ROW = command_row("bisect", steps=20, time_limit_min=2)
-
-
-@pytest.fixture
-def where(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A folder with baselines/h100.json (one command row) and three squashfs files."""
-    (tmp_path / "baselines").mkdir()
-    (tmp_path / "baselines" / "h100.json").write_text(dump_rows([ROW]))
-    for i, text in enumerate(("a", "b", "c"), 1):
-        (tmp_path / f"n{i}.sqsh").write_text(text)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def bisect(capsys, *args: str) -> tuple[int, str, str]:
@@ -86,19 +74,8 @@ def test_no_row_selected_and_bad_pair_counts(capsys, where):
 
 
 def gate_file(where: Path, verdict: str, a: str = "n1", b: str = "n3") -> str:
-    rec = {
-        "row_id": ROW.id,
-        "mode": "paired",
-        "verdict": verdict,
-        "comparison": {"delta": 0.004, "ci_low": -0.01, "ci_high": 0.018},
-        "ab": {
-            "pairs_run": 3,
-            "sides": {
-                "baseline": {"image": f"{where}/{a}.sqsh"},
-                "candidate": {"image": f"{where}/{b}.sqsh"},
-            },
-        },
-    }
+    rec = ab_record(ROW, f"{where}/{a}.sqsh", f"{where}/{b}.sqsh", verdict)
+    rec["comparison"].update(delta=0.004, ci_low=-0.01, ci_high=0.018)
     path = where / f"gate-{verdict}.json"
     path.write_text(json.dumps({"schema": SCHEMA, "session": {}, "rows": {ROW.id: rec}}))
     return str(path)

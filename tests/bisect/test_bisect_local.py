@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from resultsdata import ab_record
 from rowfactory import command_row
 
 from perfgate.catalog import dump_rows
@@ -27,14 +28,7 @@ ROW = command_row("bisect", *TRAIN, steps=20, time_limit_min=2)
 
 def write_gate(folder: Path) -> Path:
     """The gate's results.json on the ends: img1 vs img3, REGRESSION."""
-    sides = {"baseline": {"image": "img1"}, "candidate": {"image": "img3"}}
-    rec = {
-        "row_id": ROW.id,
-        "mode": "paired",
-        "verdict": "REGRESSION",
-        "comparison": {"delta": 0.15, "ci_low": 0.1, "ci_high": 0.2},
-        "ab": {"pairs_run": 3, "sides": sides},
-    }
+    rec = ab_record(ROW, "img1", "img3", "REGRESSION", slowdown=0.15)
     path = folder / "results.json"
     path.write_text(json.dumps({"schema": SCHEMA, "session": {}, "rows": {ROW.id: rec}}))
     return path
@@ -57,7 +51,10 @@ def test_ctrl_c_then_resume_names_the_first_slower_image(tmp_path):
     proc.send_signal(signal.SIGINT)  # Ctrl-C while the probe's job runs
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, out
-    assert f"perfgate bisect: interrupted; cancelled {ROW.id} (job " in out
+    assert (
+        "perfgate bisect: interrupted (Ctrl-C): the probe is recorded as cancelled, jobs "
+        f"cancelled: {ROW.id} (job " in out
+    )
     state = json.loads((tmp_path / "out" / "bisect.json").read_text())
     assert [(p["index"], p["status"]) for p in state["probes"]] == [(1, "cancelled")]
     saved = json.loads((manifest / "launch-session.json").read_text())["jobs"][ROW.id]

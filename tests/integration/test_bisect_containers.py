@@ -146,7 +146,7 @@ def test_ctrl_c_cancels_the_probes_job_and_keeps_the_state(bisected):
     code, out, job, stopped = bisected["interrupted"]
     assert code == 130, out
     # the state word is the session's last look at the job (SUBMITTED or RUNNING)
-    assert f"interrupted; cancelled {ROW.id} (job {job}, " in out
+    assert f"the probe is recorded as cancelled, jobs cancelled: {ROW.id} (job {job}, " in out
     assert "); --resume runs this probe again" in out
     assert sacct_fields(job)["State"].startswith("CANCELLED")
     assert [(p["index"], p["status"]) for p in stopped["probes"]] == [(3, "done"), (5, "cancelled")]

@@ -8,6 +8,7 @@ import json
 import threading
 
 import pytest
+from resultsdata import record
 
 from perfgate import atomic
 from perfgate.errors import ConfigError
@@ -16,11 +17,11 @@ from perfgate.report import sessionfiles
 
 def test_each_add_is_readable_at_once_and_the_end_writes_everything(tmp_path):
     f = sessionfiles.ResultsFile(tmp_path / "out" / "results.json", {"mode": "replay"})
-    f.add({"row_id": "a", "verdict": "PASS", "x": float("nan")})
+    f.add({**record("a", "PASS"), "x": float("nan")})
     first = sessionfiles.read(f.path)
     assert list(first["rows"]) == ["a"]
     assert first["rows"]["a"]["x"] is None  # NaN is not JSON: stored as null
-    f.add({"row_id": "b", "verdict": "REGRESSION"})
+    f.add(record("b", "REGRESSION"))
     assert list(sessionfiles.read(f.path)["rows"]) == ["a", "b"]
     assert first["session"]["finished"] is None
     f.finish({"NeMo": "2.5.0"})
@@ -37,7 +38,7 @@ def test_rows_are_appended_never_rewritten(tmp_path, monkeypatch):
     monkeypatch.setattr(atomic, "write_text", lambda p, t: (written.append(str(p)), real(p, t)))
     f = sessionfiles.ResultsFile(tmp_path / "results.json", {"mode": "dry-run"}, durable=False)
     for i in range(200):
-        f.add({"row_id": f"r{i}", "verdict": "DRY_RUN"})
+        f.add(record(f"r{i}", "DRY_RUN"))
     f.finish({})
     assert written == [str(f.path)] * 2
     assert len(f.rows_log.read_text().splitlines()) == 200
@@ -45,8 +46,8 @@ def test_rows_are_appended_never_rewritten(tmp_path, monkeypatch):
 
 def test_a_session_killed_mid_write_loses_no_finished_row(tmp_path, monkeypatch):
     f = sessionfiles.ResultsFile(tmp_path / "results.json", {"mode": "live"})
-    f.add({"row_id": "a", "verdict": "PASS"})
-    f.add({"row_id": "b", "verdict": "PASS"})
+    f.add(record("a", "PASS"))
+    f.add(record("b", "PASS"))
     with open(f.rows_log, "a") as log:  # the torn last line of a process killed mid-append
         log.write('{"row_id": "c", "verd')
 
@@ -68,14 +69,14 @@ def test_only_live_and_replay_sessions_move_the_pointer(tmp_path):
         {"mode": "replay"},
         pointer,
     )
-    live.add({"row_id": "a", "verdict": "REGRESSION"})
+    live.add(record("a", "REGRESSION"))
     mid = sessionfiles.read(pointer)  # while it runs, the pointer shows its rows so far
     assert mid["rows"]["a"]["verdict"] == "REGRESSION"
     live.finish({})
     dry = sessionfiles.ResultsFile(
         sessionfiles.new_session_dir(tmp_path, "dry-run") / "results.json", {"mode": "dry-run"}
     )
-    dry.add({"row_id": "a", "verdict": "DRY_RUN"})
+    dry.add(record("a", "DRY_RUN"))
     dry.finish({})
     latest = sessionfiles.read(pointer)
     assert latest["rows"]["a"]["verdict"] == "REGRESSION"  # a dry run never hides it
@@ -101,7 +102,7 @@ def test_two_sessions_sharing_a_results_dir_keep_both_files(tmp_path):
 
     def session(f, name):
         for i in range(50):
-            f.add({"row_id": f"{name}{i}", "verdict": "PASS"})
+            f.add(record(f"{name}{i}", "PASS"))
         f.finish({})
 
     threads = [
@@ -124,7 +125,7 @@ def test_old_dry_runs_are_pruned_live_ones_kept(tmp_path):
         f = sessionfiles.ResultsFile(
             sessionfiles.new_session_dir(tmp_path, mode) / "results.json", {"mode": mode}
         )
-        f.add({"row_id": "a", "verdict": "PASS"})
+        f.add(record("a", "PASS"))
         f.finish({})
     sessionfiles.prune_dry_runs(tmp_path)
     names = [p.parent.name for p in sessionfiles.session_files(tmp_path)]
@@ -136,9 +137,12 @@ def test_old_dry_runs_are_pruned_live_ones_kept(tmp_path):
     ("content", "message"),
     [
         (None, "no such results file"),
-        ("{", "not a readable results.json"),
+        ("{", "not valid JSON"),
         ('{"schema": "other"}', "field 'schema' is 'other'"),
-        ('{"schema": "perfgate.results/1", "rows": []}', "field 'rows' must be an object"),
+        (
+            '{"schema": "perfgate.results/1", "rows": []}',
+            "field 'rows': expected an object keyed by row id",
+        ),
     ],
 )
 def test_bad_results_files(tmp_path, content, message):

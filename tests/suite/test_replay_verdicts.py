@@ -182,7 +182,9 @@ def test_a_cluster_noise_prior_resolves_what_the_default_cannot(suite):
     [
         (("--alpha", "0.7"), "alpha 0.7: must be a fraction in (0, 0.5)"),
         (("--noise-cv", "0"), "noise CV 0.0: must be a fraction in (0, 0.5)"),
-        (("--noise-df", "-1"), "noise df -1.0: must be positive"),
+        (("--noise-cv", "0.01", "--noise-df", "-1"), "--noise-df -1: must be 1..1e+06 degrees"),
+        (("--noise-cv", "0.01", "--noise-df", "0.01"), "--noise-df 0.01: must be 1..1e+06"),
+        (("--noise-df", "5"), "--noise-df 5 without --noise-cv: the df weighs the CV"),
     ],
 )
 def test_bad_noise_options_are_one_line_usage_errors(suite, args, message):

@@ -4,39 +4,78 @@ and the gate's word on their ends.
 Each problem is one line (a ConfigError): fewer than two images, an image listed twice, an
 image the runtime cannot find (a missing squashfs file), ends the gate did not judge a
 REGRESSION (or ends that are the same file). Nothing is submitted before these pass.
+
+An images file is read at the door: a regular file of at most limits.MAX_SMALL_FILE_BYTES,
+UTF-8, one image per line; '#' starts a comment only at the start of a line or after
+whitespace (enroot's `registry#nvidia/nemo:25.07` is an image, not a comment). Every name, from
+the file or the command line, is one word a shell and sbatch read as written (no whitespace,
+quotes, '$', '`', '\\', ';', '&', '|', '<', '>' or control characters): a bad one is one line
+naming --images-file and its line number (or its place on the command line).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfgate import inputs
+from perfgate import charset, inputs, limits
 from perfgate.catalog import Row
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.launch import images
 from perfgate.report import sessionfiles
 
+_COMMENT = re.compile(r"(?:^|\s)#.*$")
+_NOT_IN_A_NAME = re.compile(r"[\s'\"$`\\;&|<>(){}*?!]")
+
+
+def check_name(image: str, where: str) -> str:
+    """image when it is one plain word (module doc); a one-line ConfigError naming where."""
+    if not image:
+        raise ConfigError(f"{where}: an empty image name")
+    if len(image) > limits.MAX_NAME_CHARS * 4:
+        raise ConfigError(
+            f"{where}: an image name of {len(image):,} characters (at most "
+            f"{limits.MAX_NAME_CHARS * 4:,})"
+        )
+    ch = charset.bad_char(image)
+    if ch is None:
+        m = _NOT_IN_A_NAME.search(image)
+        ch = m.group() if m else None
+    if ch is not None:
+        raise ConfigError(
+            f"{where}: image {charset.shown(image, 60)}: {ch!r} is not allowed in an image name "
+            "(a squashfs path or registry image, one word; rename or link a file that has one)"
+        )
+    return image
+
 
 def read_list(given: Sequence[str], images_file: str | None) -> list[str]:
-    """The images in order: from the command line, or one per line of a file (# comments)."""
+    """The images in order, each name checked (check_name): from the command line, or one per
+    line of a file ('#' comments at a line's start or after whitespace)."""
     if given and images_file:
         raise ConfigError("give the images on the command line or in --images-file, not both")
     if not images_file:
-        return list(given)
+        return [check_name(image, f"image {i}") for i, image in enumerate(given, 1)]
+    what = f"--images-file {images_file}"
     try:
-        text = inputs.read_text(images_file, ConfigError)
+        cap = limits.MAX_SMALL_FILE_BYTES
+        data = inputs.read_text(
+            images_file, ConfigError, errors="surrogateescape", max_bytes=cap, what="images file"
+        )
     except FileNotFoundError:
-        raise ConfigError(f"--images-file {images_file}: no such file") from None
+        raise ConfigError(f"{what}: no such file") from None
     except OSError as e:
-        raise ConfigError(f"--images-file {images_file}: cannot read it ({e})") from None
+        raise ConfigError(f"{what}: cannot read it ({e})") from None
     out = []
-    for line in text.splitlines():
-        image = line.split("#", 1)[0].strip()
+    for n, line in enumerate(data.split("\n"), 1):
+        if any(0xDC80 <= ord(c) <= 0xDCFF for c in line):
+            raise ConfigError(f"{what}: line {n} is not UTF-8 text")
+        image = _COMMENT.sub("", line).strip()
         if image:
-            out.append(image)
+            out.append(check_name(image, f"{what}: line {n}"))
     return out
 
 
@@ -52,10 +91,10 @@ def check_images(listed: Sequence[str], runtime: str) -> list[str]:
     seen: dict[str, int] = {}
     for i, image in enumerate(listed, 1):
         try:
-            path = images.resolve_for(runtime, image)
+            path = images.resolve_for(runtime, check_name(image, f"image {i}"))
         except ConfigError as e:
             raise ConfigError(f"image {i} of {len(listed)}: {e}") from None
-        assert path is not None
+        assert path is not None  # check_name refused an empty name
         if path in seen:
             same = f" ({path})" if path != image else ""
             raise ConfigError(

@@ -72,11 +72,12 @@ class ProbeConfig:
 
 
 class Interrupted(Exception):
-    """Ctrl-C stopped a probe; its jobs were cancelled ("row (job J, STATE)" each)."""
+    """Ctrl-C or SIGTERM stopped a probe; its jobs were cancelled ("row (job J, STATE)" each).
+    code: the exit status the command ends with (130 for Ctrl-C, 143 for SIGTERM)."""
 
-    def __init__(self, cancelled: list[str]) -> None:
+    def __init__(self, cancelled: list[str], code: int = 130, how: str = "Ctrl-C") -> None:
         super().__init__("interrupted")
-        self.cancelled = cancelled
+        self.cancelled, self.code, self.how = cancelled, code, how
 
 
 def _wait(session: LaunchSession, say: Say) -> None:
@@ -95,8 +96,8 @@ def run_jobs(
 ) -> dict[str, RunResult]:
     """Submit one job per row (re-attaching to a saved one), wait, return each row's result.
 
-    Ctrl-C cancels these jobs (the session's handler) and raises Interrupted naming them;
-    SIGTERM cancels them and exits.
+    Ctrl-C or SIGTERM cancels these jobs (the session's handler) and raises Interrupted
+    naming them (the bisection records the probe as cancelled, then exits 130 or 143).
     """
     session = LaunchSession(
         opts,
@@ -109,9 +110,13 @@ def run_jobs(
         session.submit_all(rows)
         _wait(session, say)
         return {r.id: session.result(r.id) for r in rows}
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit) as stop:
         session.cancel_all()  # the signal handler did; a job is never cancelled twice
-        raise Interrupted([f"{r} (job {j}, {st})" for r, j, st in session.cancelled]) from None
+        gone = [f"{r} (job {j}, {st})" for r, j, st in session.cancelled]
+        if isinstance(stop, KeyboardInterrupt):
+            raise Interrupted(gone) from None
+        code = stop.code if isinstance(stop.code, int) else 1
+        raise Interrupted(gone, code, "SIGTERM" if code == 128 + 15 else "exit") from None
     finally:
         session.close()
 

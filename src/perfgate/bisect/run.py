@@ -10,6 +10,7 @@ a dead login shell loses at most the probe in flight, and `--resume` goes on fro
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,7 +79,11 @@ class Bisection:
                 f"{self.path} holds a bisection already: --resume goes on with it, another "
                 "--results-dir starts a new one"
             )
-        self.state = state.resumable(saved, fresh, self.path) if saved and cfg.resume else fresh
+        self.state = (
+            state.resumable(saved, fresh, self.path, cfg.results_dir)
+            if saved and cfg.resume
+            else fresh
+        )
 
     @property
     def search(self) -> Search:
@@ -210,6 +215,10 @@ class Bisection:
         return FOUND if self.state["result"]["status"] == "found" else NO_ANSWER
 
 
+def _terminated(signum: int, frame: Any) -> None:
+    raise Interrupted([], 128 + signum, "SIGTERM")
+
+
 def consent(cfg: BisectConfig, n: int, gpu_hours: float, ask: Callable[[str], Any]) -> str:
     """Why the bisection may submit, as the suite asks (--max-gpu-hours, --yes, the terminal)."""
     limit = cfg.max_gpu_hours
@@ -253,10 +262,22 @@ def bisect(
         return b.finish()
     why = consent(cfg, n, gpu_hours, ask)
     say(f"perfgate bisect: submitting ({why})")
+    # SIGTERM between a probe's jobs (its session's own handler holds while they run) stops
+    # the bisection as Ctrl-C does: the probe in flight is recorded as cancelled, never lost.
+    try:
+        old = signal.signal(signal.SIGTERM, _terminated)
+    except ValueError:  # not the main thread (an embedding program keeps its own handler)
+        old = None
     try:
         return b.run()
     except Interrupted as stop:
         gone = ", ".join(stop.cancelled) or "no job was running"
-        say(f"perfgate bisect: interrupted; cancelled {gone}; --resume runs this probe again")
+        say(
+            f"perfgate bisect: interrupted ({stop.how}): the probe is recorded as cancelled, "
+            f"jobs cancelled: {gone}; --resume runs this probe again"
+        )
         b.save()
-        return INTERRUPTED
+        return stop.code
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)

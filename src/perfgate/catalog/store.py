@@ -165,6 +165,11 @@ def _rewrite(path: Path, change: Callable[[list[Row]], list[Row]]) -> tuple[str,
         raise PerfgateError(
             f"{path}: could not lock {path}.lock within {LOCK_TIMEOUT_S:.0f} s"
         ) from None
+    except OSError as e:  # a read-only folder or file, a full disk: one line, nothing written
+        raise PerfgateError(
+            f"{path}: cannot write the new baselines ({e.strerror or e}): make "
+            f"{path.parent} writable, or rerun with --baselines-dir pointing at a copy"
+        ) from None
     return old_text, new_text
 
 

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
+from perfgate import nodenames
 from perfgate.stats.matrix import benjamini_hochberg
 
 MIN_RUNS = 3  # fewer runs on a node: not tested (no verdict from one or two)
@@ -151,6 +152,7 @@ def slow_nodes(
 
 
 def exclude_list(findings: Sequence[NodeFinding]) -> str:
-    """The flagged nodes as an sbatch option a user can paste ('' when none)."""
-    flagged = [f.node for f in findings if f.flagged]
+    """The flagged nodes as an sbatch option a user can paste ('' when none): host names only
+    (perfgate.nodenames; the history's reader dropped any other), one line."""
+    flagged = [f.node for f in findings if f.flagged and nodenames.is_name(f.node)]
     return f"--exclude={','.join(flagged)}" if flagged else ""

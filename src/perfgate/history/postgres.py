@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from perfgate import nodenames
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.history import pgviews, sql
 from perfgate.history.nodes import NodeTotal
@@ -222,6 +223,10 @@ class PostgresStore(SqlStore):
 
     def node_totals(self, cluster: str | None = None) -> list[NodeTotal]:
         """The node test's sums per node, added up by the server (no run leaves it)."""
+        rows = self._rows(sql.node_totals(), (cluster, cluster), work_mem="128MB")
+        names = [r["node"] for r in rows]
+        # the sums are the server's; a name outside the one grammar is left out with a note
+        kept = set(nodenames.names(names, f"{self.location}: node totals", self.notes.append))
         return [
             NodeTotal(
                 str(r["node"]),
@@ -230,7 +235,8 @@ class PostgresStore(SqlStore):
                 float(r["sum_variance"]),
                 int(r["slow_runs"]),
             )
-            for r in self._rows(sql.node_totals(), (cluster, cluster), work_mem="128MB")
+            for r in rows
+            if r["node"] in kept
         ]
 
 

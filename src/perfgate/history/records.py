@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from perfgate import stats
+from perfgate import nodenames, notices, stats
 from perfgate.errors import PerfgateError
 from perfgate.history.store import Run
 from perfgate.rowrecord import RowRecord
@@ -73,12 +73,12 @@ def runs_from_record(rec: RowRecord, window: stats.Window = "auto") -> list[Run]
         scale = (measured.get("step_time_s") / step) if step and measured else None
         tokens = measured.get("tokens_per_s_per_gpu")
         mfu = (measured.get("mfu") or {}).get(conv)
-        job_id, nodes = _job_id(job), tuple(job.get("nodes") or ())
+        job_id, nodes = _job_id(job), _nodes(rec, job.get("nodes"), "job.nodes")
         verdict, delta = rec.get("verdict"), comparison.get("delta") if mode != "paired" else None
         if is_confirmation(run):  # its own job, nodes and verdict
             own = confirmed.get(str(run["label"]), {})
             job_id = str(run["job_id"]) if run.get("job_id") else None
-            nodes = tuple(run.get("nodes") or ())
+            nodes = _nodes(rec, run.get("nodes"), f"runs[{i}].nodes")
             verdict, delta = own.get("verdict"), own.get("delta")
         out.append(
             Run(
@@ -118,6 +118,11 @@ def images_of(records: Sequence[dict[str, Any]]) -> list[str]:
             if run.get("image"):
                 seen[run["image"]] = None
     return list(seen)
+
+
+def _nodes(rec: RowRecord, found: object, field: str) -> tuple[str, ...]:
+    """A record's node names as the history stores them: host names only (nodenames)."""
+    return nodenames.names(found, f"row {rec['row_id']}: {field}", notices.warn)
 
 
 def _job_id(job: dict[str, Any]) -> str | None:

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from perfgate import limits, nodenames
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.history import nodes, sql
 from perfgate.history.decode import decode_row
@@ -238,12 +239,15 @@ class SqliteStore(SqlStore):
         if (
             type(step) is float
             and math.isfinite(step)
+            and 0 < step <= limits.STEP_TIME_S.value
             and type(names) is list
-            and all(type(n) is str for n in names)
+            and all(nodenames.is_name(n) for n in names)
         ):
             return NodeRun(r["row_id"], step, tuple(names), r["job_id"]) if names else None
-        decode_row(dict(r), self.location, "runs", self.notes)  # the note naming it
-        return None
+        row = decode_row(dict(r), self.location, "runs", self.notes)  # the note naming it
+        if row is None or not row["nodes"] or row["step_time_s"] is None:
+            return None
+        return NodeRun(row["row_id"], row["step_time_s"], tuple(row["nodes"]), row["job_id"])
 
     def session_uids(self) -> list[str]:
         """Every session's uid, oldest first (a version-1 file is upgraded first: its

@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from perfgate import charset
 from perfgate.errors import ConfigError
 from perfgate.history import sql
-from perfgate.history.decode import decode_rows
+from perfgate.history.decode import ROW_ID, decode_rows
 from perfgate.history.nodes import NodeRun, NodeTotal
 from perfgate.history.store import Dump, Run, Session, now, trend_points
 from perfgate.history.trend import Point
@@ -90,8 +91,16 @@ class SqlStore:
         return self._query(sql.runs(self.dialect), (row_id,))
 
     def row_ids(self) -> list[str]:
-        """Every row id with a stored run."""
-        return [r["row_id"] for r in self._rows(sql.ROW_IDS)]
+        """Every row id with a stored run (one that is not a row id is left out, with a note)."""
+        found = [r["row_id"] for r in self._rows(sql.ROW_IDS)]
+        good = [r for r in found if isinstance(r, str) and ROW_ID.fullmatch(r)]
+        if len(good) < len(found):
+            bad = next(r for r in found if r not in good)
+            self.notes.append(
+                f"{self.location}: {len(found) - len(good)} row id(s) left out, e.g. "
+                f"{charset.shown(bad, 40)}: not a row id"
+            )
+        return good
 
     def points(self, row_id: str, cluster: str | None = None) -> list[Point]:
         """The row's trend (perfgate.history.store.trend_points)."""

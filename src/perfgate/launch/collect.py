@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from perfgate import atomic, inputs
+from perfgate import atomic, inputs, nodenames, notices
 from perfgate import diagnose as dg
 from perfgate.errors import PerfgateError
 from perfgate.logs import stepfile, stragglers
@@ -80,7 +80,9 @@ def run_logs(rdir: Path, extra: list[Path] = ()) -> list[tuple[str, str]]:  # ty
 def slowest_of(log: Path, nodes: list[str], tasks: int | None) -> dict[str, Any] | None:
     """The slowest rank that a launch's rank-0 log reports (straggler detectors), with its
     node: the report's own, else where Slurm's block layout put that rank."""
-    found = stragglers.slowest_rank(dg.read_log(log).splitlines()) if log.exists() else None
+    found = (
+        stragglers.slowest_rank(dg.read_log(log).splitlines(), str(log)) if log.exists() else None
+    )
     if found is None:
         return None
     out = found.to_dict()
@@ -98,7 +100,9 @@ def collect_run(
     record: stepfile.StepRecord | None = None
     try:
         record = stepfile.read(rdir / "steps.json")
-    except PerfgateError:
+    except PerfgateError as e:
+        if (rdir / "steps.json").exists():  # there, but not a steps file: say which field
+            notices.warn(str(e))
         record = None
     series = record.to_series(str(rdir / "steps.json")) if record else None
     rank0 = rdir / "rank-0.log"
@@ -196,8 +200,9 @@ def collect_job(
     runs: list[RunRecord] = []
     diag: Diagnosis | None = None
     planned = int(manifest.get("planned", 0))
+    nodes = nodenames.names(manifest.get("nodes"), f"{adir}: manifest nodes", notices.warn)
     for entry in manifest.get("runs", []):
-        run, rec = collect_run(entry, list(manifest.get("nodes", ())))
+        run, rec = collect_run(entry, list(nodes))
         runs.append(run)
         if diag is None:
             ended = entry.get("exit_code") is not None
@@ -232,7 +237,7 @@ def collect_job(
         job_id=job_id,
         state=state,
         runs=tuple(runs),
-        nodes=tuple(manifest.get("nodes", ())),
+        nodes=nodes,
         log_paths=tuple(r.log_path for r in runs if r.log_path),
         diagnosis=diag,
         attempts=last + 1,

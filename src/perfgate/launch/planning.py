@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import perfgate
+from perfgate import nodenames, notices
 from perfgate.catalog import RUNTIMES, Row
 from perfgate.errors import ConfigError
 from perfgate.launch import checks, images, runtimes
@@ -57,9 +58,18 @@ def confirmation_options(options: LaunchOptions, exclude: Sequence[str]) -> Laun
     (with the user's own --slurm-param exclude) and free of node pins."""
     params = {k: v for k, v in options.slurm_params.items() if k not in PINNING}
     own = str(params.pop("exclude", "") or "")
-    nodes = sorted({*exclude, *(n for n in own.split(",") if n)})
-    if nodes and executor_for(options.executor).excludes_nodes:
-        params["exclude"] = ",".join(nodes)
+    nodes = set(nodenames.names(list(exclude), "the confirmation's --exclude", notices.warn))
+    try:  # the user's own list stays as written (a host range too); ours are added to it
+        nodes -= set(nodenames.expand(own))
+    except nodenames.BadNodes as e:  # e.g. a file name: sbatch reads it, we cannot add to it
+        notices.warn(
+            f"--slurm-param exclude={own}: not a host list ({e}): confirmations keep it as "
+            "given and cannot also be kept off the first run's nodes"
+        )
+        nodes = set()
+    value = ",".join(filter(None, (own, nodenames.exclude_value(nodes))))
+    if value and executor_for(options.executor).excludes_nodes:
+        params["exclude"] = value
     return replace(
         options, repeat=1, candidate_image=None, run_label="confirm", slurm_params=params
     )

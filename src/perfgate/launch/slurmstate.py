@@ -7,6 +7,10 @@ which is the truth: slurmdbd lags, and was seen here answering sacct for a runni
 a transient record (JobName=allocation, State=PENDING). sacct answers for jobs slurmctld
 has forgotten (after MinJobAge), and scontrol for what both miss; a cluster without
 accounting still works.
+
+A NodeList is outside input: it is kept only when it reads as a Slurm host list (the one
+grammar, perfgate.nodenames: 'None assigned' is no node, a list that is not one is dropped
+with a warning naming the command), and a job's nodes are that list expanded by Slurm's rules.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from perfgate import nodenames, notices
 from perfgate.launch.types import TERMINAL_STATES
 
 ACTIVE_STATES = frozenset(
@@ -99,6 +104,14 @@ def _reason(raw: str | None) -> str | None:
     return raw if raw and raw not in ("None", "(null)") else None
 
 
+def _nodelist(text: str | None, source: str) -> str | None:
+    """A NodeList as Slurm printed it, when it names nodes by the grammar; else None (a
+    warning when it was neither empty nor Slurm's "no node")."""
+    if text is None or text.strip().lower() in nodenames.NO_NODE:
+        return None
+    return text.strip() if nodenames.host_list(text, source, notices.warn) else None
+
+
 def _run(cmd: list[str]) -> str | None:
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S)
@@ -126,7 +139,7 @@ def sacct_records(text: str) -> list[JobInfo]:
                 state=state,
                 name=f[1],
                 reason=_reason(f[3]),
-                nodes=f[4] if f[4] and f[4] != "None assigned" else None,
+                nodes=_nodelist(f[4], f"sacct: job {f[0]}: NodeList"),
                 time_left_s=left if state == "RUNNING" else None,
                 elapsed_s=elapsed,
                 exit_code=f[7] or None,
@@ -154,7 +167,7 @@ def parse_squeue(text: str) -> dict[str, JobInfo]:
             state=state,
             name=f[1],
             reason=_reason(f[3]),
-            nodes=f[4] or None,
+            nodes=_nodelist(f[4], f"squeue: job {f[0]}: NodeList"),
             time_left_s=parse_duration(f[5]) if state == "RUNNING" else None,
             elapsed_s=parse_duration(f[6]),
             source="squeue",
@@ -178,7 +191,7 @@ def parse_scontrol(text: str) -> JobInfo | None:
         state=state,
         name=kv.get("JobName"),
         reason=kv.get("Reason") if kv.get("Reason") not in (None, "None") else None,
-        nodes=kv.get("NodeList") if kv.get("NodeList") not in (None, "(null)") else None,
+        nodes=_nodelist(kv.get("NodeList"), f"scontrol: job {kv['JobId']}: NodeList"),
         time_left_s=(limit - run) if state == "RUNNING" and limit and run is not None else None,
         elapsed_s=run,
         restarts=int(restarts) if restarts and restarts.isdigit() else None,
@@ -222,16 +235,19 @@ class SlurmStates:
 
     def nodes(self, job_id: str) -> list[str]:
         """The job's nodes: sacct's NodeList (squeue's while slurmctld still holds the job),
-        expanded by scontrol (n[1-3] -> n1 n2 n3); [] when neither records any."""
-        listed = _run(["sacct", "-X", "-P", "-n", "-o", "NodeList", "-j", str(job_id)])
-        names = [x for x in (listed or "").split() if x and x != "None assigned"]
-        if not names:
-            listed = _run(["squeue", "-h", "-o", "%N", "-j", str(job_id)])
-            names = [x for x in (listed or "").split() if x]
-        if not names:
-            return []
-        expanded = _run(["scontrol", "show", "hostnames", names[-1]])
-        return (expanded or names[-1]).split()
+        expanded by Slurm's rules (n[1-3] -> n1 n2 n3); [] when neither records any."""
+        for cmd, what in (
+            (["sacct", "-X", "-P", "-n", "-o", "NodeList", "-j", str(job_id)], "sacct"),
+            (["squeue", "-h", "-o", "%N", "-j", str(job_id)], "squeue"),
+        ):
+            lines = [x for x in (_run(cmd) or "").splitlines() if x.strip()]
+            if lines:  # the last record is the job's latest attempt
+                found = nodenames.host_list(
+                    lines[-1], f"{what}: job {job_id}: NodeList", notices.warn
+                )
+                if found:
+                    return list(found)
+        return []
 
     def attempts(self, job_id: str) -> list[JobInfo]:
         """Every attempt of a job accounting holds, oldest first (sacct -D: a requeued job

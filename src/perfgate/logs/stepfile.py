@@ -3,6 +3,11 @@
 Pure stdlib: it is imported inside the container by the workload and outside by launch.
 Writes are atomic (temp file + rename) so a reader never sees half a file, and a job killed
 mid-run leaves the steps it finished.
+
+Read back, it is outside input (a replayed folder can hold any file): every field is checked
+against its declared type (perfgate.typedjson; a NaN step time stays, it is a finding), each
+step's numbers too, and node names go through the one grammar (perfgate.nodenames): a name
+outside it is dropped with one warning naming the file, never split or expanded.
 """
 
 from __future__ import annotations
@@ -13,12 +18,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfgate import atomic, inputs
+from perfgate import atomic, inputs, nodenames, notices, typedjson
 from perfgate.errors import PerfgateError
 from perfgate.logs.series import Step, StepSeries, invalid
 from perfgate.logs.table import as_table
 
 SCHEMA = "perfgate.steps/1"
+MAX_BYTES = 2 << 30  # a million steps with every field is about 300 MB
+_NUMBER = (int, float)
 
 
 @dataclass
@@ -67,23 +74,62 @@ def write(path: str | os.PathLike[str], record: StepRecord) -> None:
 
 
 def read(path: str | os.PathLike[str]) -> StepRecord:
-    """Read a steps.json; a clear one-line error names the file when it is not one."""
+    """Read a steps.json; a clear one-line error names the file (and field) when it is not
+    one; node names outside the grammar are dropped with a warning."""
     path = Path(path)
     try:
-        data = json.loads(inputs.read_text(path))
+        data = json.loads(inputs.read_text(path, PerfgateError, max_bytes=MAX_BYTES,
+                                           what="steps.json"))  # fmt: skip
     except FileNotFoundError:
         raise PerfgateError(f"{path}: no steps file (the workload never started writing)") from None
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:
         raise PerfgateError(f"{path}: not a readable steps.json ({e})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise PerfgateError(
-            f"{path}: field 'schema' is {data.get('schema')!r}, expected {SCHEMA!r}"
+            f"{path}: field 'schema' is {typedjson.shown(data.get('schema'))}, expected {SCHEMA!r}"
             if isinstance(data, dict)
             else f"{path}: not a JSON object"
         )
     data.pop("schema")
-    known = set(StepRecord.__dataclass_fields__)
+    nodes = data.pop("nodes", [])
+    steps = data.get("steps", [])
+    data["steps"] = []  # checked below, by the fast loop
     try:
-        return StepRecord(**{k: v for k, v in data.items() if k in known})
-    except TypeError as e:
+        typedjson.check(data, StepRecord, finite=False)
+    except typedjson.Mismatch as e:
         raise PerfgateError(f"{path}: {e}") from None
+    if data.get("log_interval", 1) < 1:
+        raise PerfgateError(f"{path}: field 'log_interval': expected at least 1")
+    data["steps"] = _steps(steps, path)
+    data["nodes"] = list(nodenames.names(nodes, f"{path}: field 'nodes'", notices.warn))
+    known = set(StepRecord.__dataclass_fields__)
+    return StepRecord(**{k: v for k, v in data.items() if k in known})
+
+
+_OPTIONAL = frozenset(Step.__dataclass_fields__) - {"step", "step_time_s", "rank"}
+
+
+def _steps(steps: object, path: Path) -> list[dict[str, Any]]:
+    """The steps, each a dict with an integer step, a number step_time_s and numbers or null
+    in its other known fields (a loop without allocation: a run may have a million)."""
+    if not isinstance(steps, list):
+        raise PerfgateError(f"{path}: field 'steps': expected a list, not {typedjson.shown(steps)}")
+    for i, s in enumerate(steps):
+        if type(s) is not dict:
+            raise PerfgateError(f"{path}: field 'steps[{i}]': expected an object")
+        if type(s.get("step")) is not int or type(s.get("step_time_s")) not in _NUMBER:
+            raise PerfgateError(
+                f"{path}: field 'steps[{i}]': expected an integer step and a number step_time_s"
+            )
+        rank = s.get("rank")
+        if rank is not None and type(rank) is not int:
+            raise PerfgateError(f"{path}: field 'steps[{i}].rank': expected an integer")
+        if len(s) > 2:
+            for k in _OPTIONAL.intersection(s):
+                v = s[k]
+                if v is not None and type(v) not in _NUMBER:
+                    raise PerfgateError(
+                        f"{path}: field 'steps[{i}].{k}': expected a number or null, not "
+                        f"{typedjson.shown(v)}"
+                    )
+    return steps

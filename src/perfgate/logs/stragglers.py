@@ -11,8 +11,10 @@ Two reports the NeMo stack prints, verbatim examples in tests/data/logs/README.m
   first in the large-job form: the lowest score is the slowest, with its node's host name.
 
 The slowest rank of a run is the one most often named slowest across its reports (a rank
-slow in one interval is noise; one slow in most of them is a straggler). Pure stdlib: the
-workload may import it inside the container.
+slow in one interval is noise; one slow in most of them is a straggler). A node name in a
+report is outside input: one that is not a Slurm host name (perfgate.nodenames) is dropped
+with one warning naming the log, and the rank kept without a node. Pure stdlib: the workload
+may import it inside the container.
 """
 
 from __future__ import annotations
@@ -23,12 +25,15 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from perfgate import nodenames, notices
+
 # `MxRtt/Rnk: 1570.32ms/30`: the longest per-iteration op time and its rank
-_MEGATRON = re.compile(r"\bMxRtt/Rnk:\s*([\d.]+)ms/(\d+)")
-_MEGATRON_MIN_RTT = re.compile(r"\bMnRtt/Rnk:\s*([\d.]+)ms/(\d+)")
+# (numbers of at most 9 digits before the point: a rank or a time never has more)
+_MEGATRON = re.compile(r"\bMxRtt/Rnk:\s*(\d{1,12}(?:\.\d{1,12})?)ms/(\d{1,9})\b")
+_MEGATRON_MIN_RTT = re.compile(r"\bMnRtt/Rnk:\s*(\d{1,12}(?:\.\d{1,12})?)ms/(\d{1,9})\b")
 _NVRX_HEAD = "GPU relative performance:"
 _NVRX_OTHER_HEAD = "GPU individual performance:"
-_NVRX_RANK = re.compile(r"\bRank=(\d+)\s+Node=(\S+)\s+Score=([\d.]+)")
+_NVRX_RANK = re.compile(r"\bRank=(\d{1,9})\s+Node=(\S+)\s+Score=(\d{1,9}(?:\.\d{1,12})?)\b")
 
 
 @dataclass(frozen=True)
@@ -52,11 +57,13 @@ class Slowest:
         }
 
 
-def slowest_rank(lines: Iterable[str]) -> Slowest | None:
-    """The rank most often slowest in the lines' straggler reports (None: no report)."""
+def slowest_rank(lines: Iterable[str], source: str = "a log") -> Slowest | None:
+    """The rank most often slowest in the lines' straggler reports (None: no report);
+    source names the log in the warning about a node name left out."""
     megatron: list[tuple[int, float, float]] = []  # (rank, its ms, the fastest rank's ms)
-    nvrx: list[tuple[int, str, float]] = []  # the lowest score of each report
-    current: list[tuple[int, str, float]] | None = None
+    nvrx: list[tuple[int, str | None, float]] = []  # the lowest score of each report
+    current: list[tuple[int, str | None, float]] | None = None
+    bad: list[str] = []
     for line in lines:
         if "Rnk:" in line:
             m = _MEGATRON.search(line)
@@ -71,7 +78,11 @@ def slowest_rank(lines: Iterable[str]) -> Slowest | None:
         if current is not None:
             m = _NVRX_RANK.search(line)
             if m:
-                current.append((int(m.group(1)), m.group(2), float(m.group(3))))
+                node: str | None = m.group(2)
+                if not nodenames.is_name(node):
+                    bad.append(node)  # type: ignore[arg-type]
+                    node = None
+                current.append((int(m.group(1)), node, float(m.group(3))))
                 continue
             if _NVRX_OTHER_HEAD in line or ("performing" not in line and current):
                 if current:
@@ -79,6 +90,12 @@ def slowest_rank(lines: Iterable[str]) -> Slowest | None:
                 current = None
     if current:
         nvrx.append(min(current, key=lambda x: x[2]))
+    if bad:
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        notices.warn(
+            f"{source}: NVRx straggler report: node name {bad[0][:60]!r} left out: "
+            f"{nodenames.why_not(bad[0])}{more}"
+        )
     if nvrx:
         return _from_nvrx(nvrx)
     if megatron:
@@ -86,7 +103,7 @@ def slowest_rank(lines: Iterable[str]) -> Slowest | None:
     return None
 
 
-def _from_nvrx(reports: Sequence[tuple[int, str, float]]) -> Slowest:
+def _from_nvrx(reports: Sequence[tuple[int, str | None, float]]) -> Slowest:
     counts = Counter((r, n) for r, n, _ in reports)
     (rank, node), times = counts.most_common(1)[0]
     worst = min(s for r, n, s in reports if (r, n) == (rank, node))

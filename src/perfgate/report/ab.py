@@ -98,6 +98,8 @@ def _sides_table(ab: dict[str, Any]) -> str:
 
 
 def _pooled(side: dict[str, Any]) -> str:
+    if side.get("step_time_s") is None:
+        return ""
     text = f"{seconds(side['step_time_s'])} over {side.get('n_runs')} run(s)"
     if side.get("spread_s") is not None:
         text += f", spread {seconds(side['spread_s'], 2)}"

@@ -24,7 +24,7 @@ from perfgate.report.decimate import decimate
 from perfgate.report.sessionfiles import now
 from perfgate.rowrecord import RowRecord, RunEntry
 from perfgate.runs import RunRecord
-from perfgate.secrets import recorded, redact
+from perfgate.secrets import mask_tree, recorded, redact
 from perfgate.stats import json_ready, summarize_run
 from perfgate.verdicts import Evaluation
 
@@ -84,7 +84,8 @@ def record(
     skip_reason: str | None = None,
     window: Any = "auto",
 ) -> RowRecord:
-    """The results.json record of one row (JSON-able; secrets redacted from log text)."""
+    """The results.json record of one row (JSON-able; every text masked by the one masking
+    rule, perfgate.secrets.mask_tree: log tails, messages, notes, overrides)."""
     rec: RowRecord = {
         "row_id": row.id,
         "nodeid": nodeid,
@@ -111,7 +112,7 @@ def record(
         "confirmation": ev.confirmation if ev else None,
     }
     if ev is None:
-        return rec
+        return mask_tree(rec)
     if ev.trend is not None:  # the history the verdict searched, with its change points
         rec["trend"] = ev.trend
     if ev.measured is not None:
@@ -177,7 +178,7 @@ def record(
             "evidence": None,
             "log_tail": "",
         }
-    return rec
+    return mask_tree(rec)
 
 
 # A run longer than this keeps MAX_STORED_POINTS of its steps in results.json (the fastest

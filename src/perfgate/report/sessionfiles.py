@@ -30,9 +30,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from perfgate import atomic, inputs, limits
-from perfgate.errors import ConfigError
+from perfgate import atomic
+from perfgate.report import readback
 from perfgate.rowrecord import RowRecord
+from perfgate.secrets import mask_tree
 from perfgate.stats import json_ready
 
 SCHEMA = "perfgate.results/1"
@@ -65,7 +66,12 @@ def new_session_dir(results_dir: Path, mode: str) -> Path:
 
 
 def _dumps(data: Any) -> str:
-    return json.dumps(json_ready(data), allow_nan=False, default=str)
+    return json.dumps(_ready(data), allow_nan=False, default=str)
+
+
+def _ready(data: Any) -> Any:
+    """What is written: JSON-ready, every text masked (perfgate.secrets.mask_tree)."""
+    return mask_tree(json_ready(data))
 
 
 class ResultsFile:
@@ -106,7 +112,7 @@ class ResultsFile:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.rows_log, "a", encoding="utf-8")  # noqa: SIM115 (closed in finish)
         header = {**self.data, "rows": {}, "rows_log": ROWS_LOG}
-        atomic.write_json(self.path, json_ready(header), allow_nan=False, default=str)
+        atomic.write_json(self.path, _ready(header), allow_nan=False, default=str)
         self._point(header)
 
     def _point(self, data: dict[str, Any]) -> None:
@@ -116,7 +122,7 @@ class ResultsFile:
         shown = {**data, "session_dir": rel}
         if "rows_log" in data:
             shown["rows_log"] = os.path.join(rel, ROWS_LOG)
-        atomic.write_json(self.pointer, json_ready(shown), allow_nan=False, default=str)
+        atomic.write_json(self.pointer, _ready(shown), allow_nan=False, default=str)
 
     def finish(self, environment: dict[str, Any], metadata: dict[str, Any] | None = None) -> None:
         """Stamp the end of the session with the environment seen (and pytest-metadata's
@@ -125,50 +131,18 @@ class ResultsFile:
         if metadata is not None:
             self.data["session"]["metadata"] = metadata
         self.data["environment"] = environment
-        atomic.write_json(self.path, json_ready(self.data), allow_nan=False, default=str)
+        atomic.write_json(self.path, _ready(self.data), allow_nan=False, default=str)
         self._point(self.data)
         if self._log is not None:
             self._log.close()
             self._log = None
 
 
-def _merge_rows_log(path: Path, data: dict[str, Any]) -> None:
-    """An unfinished session's rows, from the rows log its results.json names."""
-    log = data.get("rows_log")
-    if not isinstance(log, str) or data.get("session", {}).get("finished"):
-        return
-    try:
-        text = inputs.read_text(path.parent / log, ConfigError, errors="replace")
-    except OSError:
-        return  # the session has no finished row yet, or its folder is gone
-    for line in text.splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:  # the last line of a session killed mid-write
-            continue
-        if isinstance(rec, dict) and isinstance(rec.get("row_id"), str):
-            data["rows"][rec["row_id"]] = rec
-
-
 def read(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a results.json (with the rows its session's log holds, while unfinished); a
-    one-line error names the file and what is wrong."""
-    path = Path(path)
-    data = inputs.read_json(
-        path,
-        ConfigError,
-        max_bytes=limits.MAX_RESULTS_BYTES,
-        what="results.json",
-        missing=f"{path}: no such results file",
-        unreadable=f"{path}: not a readable results.json",
-    )
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise ConfigError(f"{path}: field 'schema' is {found!r}, expected {SCHEMA!r}")
-    if not isinstance(data.get("rows"), dict):
-        raise ConfigError(f"{path}: field 'rows' must be an object keyed by row id")
-    _merge_rows_log(path, data)
-    return data
+    """Read a results.json (with the rows its session's log holds, while unfinished) through
+    the typed door (perfgate.report.readback): a bad file is one line naming it and the
+    field, a bad row is left out with a warning."""
+    return readback.read(path)
 
 
 def session_files(results_dir: Path) -> list[Path]:

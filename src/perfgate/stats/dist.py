@@ -112,3 +112,26 @@ def t_quantile(p: float, df: float) -> float:
 def normal_quantile(p: float) -> float:
     """The p-quantile of the standard normal distribution."""
     return NormalDist().inv_cdf(p)
+
+
+def f_sf(x: float, d1: float, d2: float) -> float:
+    """P(F > x) for Fisher's F(d1, d2), d1, d2 > 0 (d2 = inf: chi2_d1 / d1)."""
+    if x <= 0:
+        return 1.0
+    if math.isinf(d2):
+        return 1.0 - _gamma_p(d1 / 2, d1 * x / 2)
+    return betainc(d2 / 2, d1 / 2, d2 / (d2 + d1 * x))
+
+
+def _gamma_p(a: float, x: float) -> float:
+    """The regularized lower incomplete gamma function P(a, x) (series; x small or moderate),
+    as the limit of betainc for the chi-square case."""
+    if x <= 0:
+        return 0.0
+    term = total = 1.0 / a
+    k = a
+    while abs(term) > 1e-15 * abs(total):
+        k += 1
+        term *= x / k
+        total += term
+    return min(1.0, total * math.exp(-x + a * math.log(x) - math.lgamma(a)))

@@ -14,6 +14,7 @@ from typing import Any
 
 from perfgate.catalog import Baseline
 from perfgate.errors import ConfigError
+from perfgate.stats.dist import f_sf
 from perfgate.stats.priors import MEGATRON_CI, PRODUCTION, NoisePrior
 from perfgate.stats.rule import sum_sq
 
@@ -24,6 +25,7 @@ DEFAULT_RUN_TO_RUN_CV = 0.011
 # Sigma of log(candidate / baseline) for a pair launched back to back on the same nodes.
 DEFAULT_PAIR_CV = 0.016
 PRIOR_DF = 2.0  # weight of those priors in degrees of freedom; also their tail weight
+MAX_DF = 1e6  # a prior known from a million runs: as good as exact
 
 
 @dataclass(frozen=True)
@@ -55,8 +57,16 @@ class Noise:
             raise ConfigError(f"alpha {self.alpha}: must be a fraction in (0, 0.5), e.g. 0.01")
         if self.run_cv is not None and not 0 < self.run_cv < 0.5:
             raise ConfigError(f"noise CV {self.run_cv}: must be a fraction in (0, 0.5)")
-        if self.df is not None and not self.df > 0:
-            raise ConfigError(f"noise df {self.df}: must be positive")
+        if self.df is not None and self.run_cv is None:
+            raise ConfigError(
+                f"--noise-df {self.df:g} without --noise-cv: the df weighs the CV it comes "
+                "with; give both, or neither (the prior's own df is used)"
+            )
+        if self.df is not None and not 1 <= self.df <= MAX_DF:
+            raise ConfigError(
+                f"--noise-df {self.df:g}: must be 1..{MAX_DF:g} degrees of freedom (below 1 "
+                "a t distribution has no mean, and the intervals no meaning)"
+            )
 
     def prior_for(self, baseline: Baseline | None) -> NoisePrior:
         """The run-to-run prior a comparison with this baseline uses."""
@@ -111,6 +121,26 @@ def baseline_noise(baseline: Baseline) -> tuple[float, float]:
     if n >= 2 and spread is not None and math.isfinite(spread) and spread >= 0:
         return (n - 1) * (spread / ref) ** 2, n - 1
     return 0.0, 0
+
+
+def runs_disagree(
+    times: list[float], prior: NoisePrior, alpha: float
+) -> tuple[float, float] | None:
+    """(spread, p) when the runs of a new baseline disagree beyond what the noise rule allows,
+    else None: their log step times' sample variance is above the upper alpha tail of the
+    prior's scaled F (s^2 ~ sigma^2 F(n - 1, d0), the model the priors are fitted with), with
+    the prior's sigma and tails no lighter than PRIOR_DF's. The runs teach the row its own
+    noise (stats.compare pools them), so a spread wider than the prior's is no reason to
+    refuse; one that even heavy-tailed noise of that sigma would not give is (runs of 2.0, 2.0
+    and 4.0 s: p 1e-4 under the production prior; 2.6, 2.64 and 2.7 s: p 0.05, stored).
+    spread is the SD of log step time (40% for runs of 2.0, 2.0 and 4.0 s)."""
+    logs = [math.log(t) for t in times if t > 0 and math.isfinite(t)]
+    if len(logs) < 2 or len(logs) < len(times):
+        return None
+    d = len(logs) - 1
+    var = sum_sq(logs) / d
+    p = f_sf(var / (prior.sigma * prior.sigma), d, min(prior.df, PRIOR_DF))
+    return (math.sqrt(var), p) if p < alpha else None
 
 
 def baseline_within(baseline: Baseline) -> float:

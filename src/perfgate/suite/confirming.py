@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from perfgate import verdicts
+from perfgate import nodenames, notices, verdicts
 from perfgate.catalog import Row
 from perfgate.runs import RunResult
 from perfgate.suite.live import LiveRunner
@@ -44,10 +44,12 @@ class Confirmer:
         self.started: dict[str, list[str]] = {}  # row id -> the nodes its reruns are kept off
 
     def exclude(self, row: Row) -> list[str]:
-        """The first run's nodes and the history's slow nodes ([] on a single host)."""
+        """The first run's nodes and the history's slow nodes ([] on a single host): host
+        names only (perfgate.nodenames), so no name can widen, narrow or redirect the list."""
         if not self.runner.excludes_nodes:
             return []
-        return sorted({*self.runner.nodes_of(row.id), *self.flagged})
+        found = [*self.runner.nodes_of(row.id), *self.flagged]
+        return sorted(nodenames.names(found, f"row {row.id}: confirmation nodes", notices.warn))
 
     def on_done(self, row: Row, result: RunResult) -> None:
         """A row's first job ended: queue its first confirmation now if its verdict wants one."""

@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from perfgate.charset import printable
+from perfgate.charset import for_terminal
 from perfgate.runs import JobStatus
 
 PROGRESS_EVERY_S = 300.0
@@ -49,7 +49,7 @@ class SparseLines:
             progressed = st.step != self._step.get(rid)
             if changed or (progressed and now - self._shown_at[rid] >= self.progress_every_s):
                 self._key[rid], self._shown_at[rid], self._step[rid] = key, now, st.step
-                out.append(f"perfgate: {printable(st.line())}")
+                out.append(f"perfgate: {for_terminal(st.line())}")
         return out
 
 
@@ -60,7 +60,7 @@ def block(statuses: Sequence[JobStatus], width: int, max_rows: int = MAX_BLOCK_R
     done = len(statuses) - len(waiting)
     summary = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
     head = f"perfgate: {len(statuses)} row(s): {summary + ', ' if summary else ''}{done} done"
-    lines = [head] + [f"  {printable(st.line())}" for st in waiting[:max_rows]]
+    lines = [head] + [f"  {for_terminal(st.line())}" for st in waiting[:max_rows]]
     if len(waiting) > max_rows:
         lines.append(f"  ... and {len(waiting) - max_rows} more")
     return [line if len(line) <= width else line[: max(width - 3, 0)] + "..." for line in lines]
@@ -102,7 +102,7 @@ class BlockDisplay:
 
     def say(self, line: str) -> None:
         """A line that stays: printed where the block was (the next poll redraws it below)."""
-        self.write(self._erase() + printable(line) + "\n")
+        self.write(self._erase() + for_terminal(line) + "\n")
 
     def pause(self) -> None:
         """Take the block off the screen (pytest prints the test's outcome next)."""

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from perfgate.catalog import Row
-from perfgate.charset import printable
+from perfgate.charset import for_terminal
 from perfgate.errors import ConfigError
 from perfgate.launch import LaunchSession, images
 from perfgate.launch.digests import ImageDigests
@@ -40,7 +40,7 @@ def say(config: pytest.Config, line: str) -> None:
         return
     with _uncaptured(config):
         _fresh_line(tr)
-        tr.write_line(printable(line))
+        tr.write_line(for_terminal(line))
 
 
 def _uncaptured(config: pytest.Config) -> Any:

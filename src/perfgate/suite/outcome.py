@@ -10,7 +10,7 @@ import warnings
 
 import pytest
 
-from perfgate.charset import printable
+from perfgate.charset import for_terminal
 from perfgate.verdicts import IMPROVEMENT, INFRA, REGRESSION, WARN, Evaluation
 
 
@@ -20,7 +20,7 @@ class PerfgateWarning(UserWarning):
 
 def assert_verdict(ev: Evaluation, strict: bool = False) -> None:
     """Turn an evaluation into the test's outcome; --strict fails the warning verdicts."""
-    message = printable(ev.message)  # printed on the terminal: log text must not act on it
+    message = for_terminal(ev.message)  # printed on the terminal: log text must not act on it
     if ev.verdict in (REGRESSION, INFRA):
         pytest.fail(message, pytrace=False)
     if ev.verdict in WARN:

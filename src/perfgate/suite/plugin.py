@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from perfgate import verdicts
+from perfgate import notices, verdicts
 from perfgate.catalog import Row
-from perfgate.charset import printable
+from perfgate.charset import for_terminal
 from perfgate.errors import PerfgateError
 from perfgate.report import bench, extras, junit
 from perfgate.report.environment import login_metadata
@@ -48,6 +48,11 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(e)) from None
     state = PerfgateState(config, settings)
     config.stash[STATE] = state
+    # What the readers at the door leave out is said on the terminal, once per session.
+    notices.reset()
+    sink = lambda line: say(config, line)  # noqa: E731
+    notices.route(sink)
+    config.add_cleanup(lambda: notices.unroute(sink))
     try:  # the rows' markers
         rows = state.catalog.rows
     except PerfgateError as e:
@@ -128,7 +133,7 @@ def perfgate_evaluation(request: pytest.FixtureRequest, perfgate_row: Row) -> Ev
     except PerfgateError as e:  # e.g. an unknown override path: one line, no traceback
         ev, error = None, f"{perfgate_row.id}: {e}"
     if error:
-        pytest.fail(printable(error), pytrace=False)
+        pytest.fail(for_terminal(error), pytrace=False)
     request.node.stash.setdefault(ITEM, {})["evaluation"] = ev
     request.node.user_properties.extend(junit.properties(ev))
     bench.feed_evaluation(request, ev)

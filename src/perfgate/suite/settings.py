@@ -143,7 +143,9 @@ def _noise(
             alpha=stats.ALPHA if alpha is None else alpha, run_cv=cv, df=df, prior=named, site=site
         )
     except ConfigError as e:
-        raise ConfigError(f"--alpha/--noise-cv/--noise-df: {e}") from None
+        raise ConfigError(
+            str(e) if str(e).startswith("--") else f"--alpha/--noise-cv: {e}"
+        ) from None
 
 
 def history_path(config: pytest.Config, baselines: Path) -> Path | str | None:

@@ -22,7 +22,7 @@ import pytest
 
 from perfgate import catalog, launch, verdicts
 from perfgate.catalog import Row
-from perfgate.charset import printable
+from perfgate.charset import for_terminal
 from perfgate.errors import PerfgateError
 from perfgate.history.trend import change_points, logs_of
 from perfgate.report import dryrun, sessionfiles, signoff, table
@@ -389,12 +389,15 @@ class PerfgateState:
         if self.is_worker:
             return
         self.recorder.finish()
-        if self.settings.update_baselines:
-            self.update_baselines()
-        if self.results is not None:
-            self.results.finish(environment(self.record_list(), self.session_info()), metadata)
-            if self.settings.mode == "dry-run":
-                sessionfiles.prune_dry_runs(self.settings.results_dir)
+        try:
+            if self.settings.update_baselines:
+                self.update_baselines()
+        finally:  # whatever the update did, results.json ends finished
+            if self.results is not None:
+                info = self.session_info()
+                self.results.finish(environment(self.record_list(), info), metadata)
+                if self.settings.mode == "dry-run":
+                    sessionfiles.prune_dry_runs(self.settings.results_dir)
 
     def write_summary(self, tr: Any, verbosity: int) -> None:
         """The perfgate section of the terminal summary (tr: pytest's terminal reporter)."""
@@ -406,20 +409,22 @@ class PerfgateState:
             )
         else:
             for line in signoff.terminal_lines(recs, self.report_session()):
-                tr.write_line(printable(line))
+                tr.write_line(for_terminal(line))
         if self.results is not None:
             pointer = self.results.pointer
             latest = f" (latest: {pointer})" if pointer is not None else ""
             tr.write_line(f"results: {self.results.path}{latest}")
         rec = self.recorder
         if rec.error:
-            tr.write_line(printable(f"history: {rec.error}"), yellow=True)
+            tr.write_line(for_terminal(f"history: {rec.error}", line=True), yellow=True)
         elif rec.session_id is not None:
-            tr.write_line(printable(f"history: session {rec.session_id} in {rec.location}"))
+            tr.write_line(
+                for_terminal(f"history: session {rec.session_id} in {rec.location}", line=True)
+            )
         notes = rec.store.notes if rec.store is not None else []
         if notes:
             more = f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""
-            tr.write_line(printable(f"history: {notes[0]}{more}"), yellow=True)
+            tr.write_line(for_terminal(f"history: {notes[0]}{more}", line=True), yellow=True)
         if self.settings.update_baselines:
             updates.write_summary(tr, self.update or updates.Update(), self.settings.baselines_dir)
 

@@ -1,8 +1,12 @@
 """--update-baselines: the measured values of cleanly run rows become their new baselines.
 
 REGRESSION rows and replayed example logs are stored only with --accept-regressions; INFRA
-rows never (nothing was measured). The outcome (the diff written, an error, the rows refused
-and why) is what the terminal summary shows; an incomplete one fails the session (exit 1).
+rows never (nothing was measured); nor, without --accept-regressions, a baseline whose runs
+disagree beyond what the noise rule allows (stats.noise.runs_disagree: 2.0, 2.0 and 4.0 s is
+a bad node or a broken run, not a level to gate against). The outcome (the diff written, an
+error, the rows refused and why) is what the terminal summary shows; an incomplete one fails
+the session (exit 1). A write that fails (a read-only folder) is one line in that summary:
+the session still ends with its summary and a finished results.json.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from perfgate import catalog, verdicts
 from perfgate.errors import PerfgateError
 from perfgate.report import results
 from perfgate.rowrecord import RowRecord
+from perfgate.stats.noise import runs_disagree
 from perfgate.suite.recording import is_example_replay
 from perfgate.suite.settings import Settings
 
@@ -53,7 +58,20 @@ def update_baselines(records: list[RowRecord], settings: Settings, cat: catalog.
             out.refused.append(f"{rec['row_id']}: {why}")
             continue
         row = cat.by_id[rec["row_id"]]
-        updates[rec["row_id"]] = results.baseline_from_record(rec, row, s.window)
+        new = results.baseline_from_record(rec, row, s.window)
+        times = [r.step_time_s for r in new.runs]
+        prior = s.noise.prior_for(new)
+        bad = None if s.accept_regressions else runs_disagree(times, prior, s.noise.alpha)
+        if bad is not None:
+            spread, p = bad
+            shown = ", ".join(f"{t:.4g}" for t in times)
+            out.refused.append(
+                f"{rec['row_id']}: its runs disagree ({shown} s: spread {spread:.1%} of the step, "
+                f"p {p:.2g} under the {prior.name} noise prior of {prior.sigma:.2%} per run); "
+                "rerun it, or store it anyway with --accept-regressions"
+            )
+            continue
+        updates[rec["row_id"]] = new
     if not updates:
         return out
     try:

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from perfgate import nodenames
 from perfgate.runs import RunResult
 from perfgate.verdicts.single import (
     INCONCLUSIVE,
@@ -59,7 +60,8 @@ def wants_confirmation(ev: Evaluation, inconclusive: bool = False) -> str | None
 
 
 def _nodes(res: RunResult | None) -> list[str]:
-    return list(res.nodes) if res is not None else []
+    """The run's node names (host names only: the readers at the door dropped the rest)."""
+    return [n for n in res.nodes if nodenames.is_name(n)] if res is not None else []
 
 
 def _job(ev: Evaluation) -> str:
@@ -102,7 +104,8 @@ def slowest_node(ev: Evaluation) -> str | None:
     """The node of the slowest rank the run's straggler reports name (None: none say)."""
     runs = ev.result.runs if ev.result is not None else ()
     found = runs[-1].slowest if runs else None
-    return found.get("node") if found else None
+    node = found.get("node") if isinstance(found, dict) else None
+    return node if nodenames.is_name(node) else None
 
 
 def suspects(first: Evaluation, confirmations: Sequence[Evaluation]) -> list[str]:
@@ -196,7 +199,7 @@ def combine(
         listed = ", ".join(named[:SUSPECTS_SHOWN]) + (" ..." if len(named) > SUSPECTS_SHOWN else "")
         blame = f": suspect nodes {listed}"
         slow = first.result.runs[-1].slowest if first.result and first.result.runs else None
-        if slow and slow.get("node") == named[0]:
+        if slow and slowest_node(first) == named[0]:
             blame += f" (rank {slow['rank']} on {named[0]} was the slowest: {slow['how']})"
     message = (
         f"{first.row.id}: {verdict}: the first run was {_delta(first)} slower than the baseline "

@@ -16,7 +16,7 @@ from typing import Any
 
 from perfgate import flops, stats
 from perfgate.catalog import Baseline, Row
-from perfgate.charset import printable
+from perfgate.charset import for_terminal
 from perfgate.history import trend
 from perfgate.logs import StepSeries
 from perfgate.runs import Diagnosis, RunRecord, RunResult
@@ -396,4 +396,4 @@ def infra_text(ev: Evaluation) -> str:
             lines.append(f"logs: {', '.join(res.log_paths[-3:])}")
         if d.log_tail:
             lines += ["--- log tail ---", redact(d.log_tail)]
-    return printable("\n".join(lines))
+    return for_terminal("\n".join(lines))

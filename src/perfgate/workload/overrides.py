@@ -28,7 +28,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from perfgate import charset, limits
+from perfgate import charset, limits, secrets
 from perfgate.errors import ConfigError
 
 # Callbacks perfgate adds when an override names one the recipe lacks: name -> import path.
@@ -97,6 +97,12 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
         charset.check_length("--override", "path", path, limits.MAX_NAME_CHARS, "a path")
         charset.check_text("--override", "path", path)
         charset.check_tree("--override", path, parse_value(value))
+        if secrets.secret_name(path.split(".")[-1]) or secrets.redact(value, {}) != value:
+            # an override is stored (results.json, the history, spec.json): never a secret
+            raise ConfigError(
+                f"--override {path}=(not shown): looks like a secret; secrets travel by "
+                "environment only (export it in the shell; the workload's library reads it)"
+            )
         if not path or any(not part for part in path.lstrip("+").split(".")):
             raise ConfigError(f"override path {path!r} has an empty segment")
         head = path.removeprefix("recipe.").split(".")[0]

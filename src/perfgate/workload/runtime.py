@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import re
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -15,6 +14,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from perfgate import nodenames, notices
 from perfgate.errors import ConfigError
 from perfgate.logs import Step, stepfile
 from perfgate.secrets import redact
@@ -76,50 +76,17 @@ def rank_info(environ: Mapping[str, str] | None = None) -> RankInfo:
     return RankInfo(0, 1, 0, "single")
 
 
-_BRACKET = re.compile(r"^(?P<prefix>[^\[]*)\[(?P<ranges>[^\]]+)\](?P<suffix>.*)$")
-
-
 def expand_nodelist(nodelist: str) -> list[str]:
-    """Expand a Slurm hostlist ('gpu[001-003,007],login1') as `scontrol show hostnames` does."""
-    names: list[str] = []
-    for part in _split_top_level(nodelist):
-        m = _BRACKET.match(part)
-        if not m:
-            names.append(part)
-            continue
-        for rng in m["ranges"].split(","):
-            lo, _, hi = rng.partition("-")
-            if not hi:
-                names.extend(_expand_suffix(m["prefix"] + lo, m["suffix"]))
-                continue
-            width = len(lo)  # zero padding is given by the width of the lower bound
-            for i in range(int(lo), int(hi) + 1):
-                names.extend(_expand_suffix(f"{m['prefix']}{i:0{width}d}", m["suffix"]))
-    return names
-
-
-def _expand_suffix(head: str, suffix: str) -> list[str]:
-    return [head + s for s in expand_nodelist(suffix)] if "[" in suffix else [head + suffix]
-
-
-def _split_top_level(text: str) -> Iterable[str]:
-    depth, start = 0, 0
-    for i, ch in enumerate(text):
-        depth += ch == "["
-        depth -= ch == "]"
-        if ch == "," and depth == 0:
-            if text[start:i]:
-                yield text[start:i]
-            start = i + 1
-    if text[start:]:
-        yield text[start:]
+    """Expand a Slurm hostlist ('gpu[001-003,007],login1') as `scontrol show hostnames` does
+    (perfgate.nodenames: the one grammar; BadNodes when it is not a host list)."""
+    return nodenames.expand(nodelist)
 
 
 def job_nodes(environ: Mapping[str, str] | None = None) -> list[str]:
     """The job's nodes from SLURM_JOB_NODELIST (or SLURM_NODELIST); [] outside Slurm."""
     environ = os.environ if environ is None else environ
     nodelist = environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST") or ""
-    return expand_nodelist(nodelist.strip())
+    return list(nodenames.host_list(nodelist, "SLURM_JOB_NODELIST", notices.warn))
 
 
 def now_iso() -> str:

@@ -11,6 +11,7 @@ import socket
 import subprocess
 from pathlib import Path
 
+from perfgate import nodenames, notices
 from perfgate.launch import runtimes
 from perfgate.launch.allocation.base import output
 from perfgate.launch.jobcontext import JobContext, container_env_names
@@ -43,10 +44,11 @@ class SlurmAllocation:
         self.job_id = os.environ.get("SLURM_JOB_ID")
 
     def nodes(self) -> list[str]:
-        """The allocation's hosts, expanded from SLURM_JOB_NODELIST (this host without it)."""
+        """The allocation's hosts, SLURM_JOB_NODELIST expanded by Slurm's rules (the one
+        grammar, perfgate.nodenames); this host without it."""
         nodelist = os.environ.get("SLURM_JOB_NODELIST", "")
-        out = output(["scontrol", "show", "hostnames", nodelist]) if nodelist else None
-        return out.split() if out else [socket.gethostname()]
+        found = nodenames.host_list(nodelist, "SLURM_JOB_NODELIST", notices.warn)
+        return list(found) or [socket.gethostname()]
 
     def mpi(self, notes: list[str]) -> str | None:
         """--mpi for srun: the user's plugin, or pmix where srun lists it and it loads."""
