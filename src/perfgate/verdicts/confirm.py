@@ -30,8 +30,8 @@ the bar a third time (README, "A night of the whole matrix").
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from perfgate.runs import RunResult
@@ -42,8 +42,30 @@ from perfgate.verdicts.single import (
     UNCONFIRMED,
     Evaluation,
 )
+from perfgate.verdicts.suspects import suspects
 
 SUSPECTS_SHOWN = 8  # nodes named in a message (all of them are in results.json)
+
+
+@dataclass(frozen=True)
+class RerunPolicy:
+    """How many reruns a one-launch REGRESSION may get (--confirm auto, or --confirm N)."""
+
+    most: int  # reruns at most, each asked only while the verdict is open
+    budget: bool = False  # the session's reruns within one rerun per row (perfgate.suite)
+
+    @property
+    def name(self) -> str:
+        """What --confirm says."""
+        return "auto" if self.budget else str(self.most)
+
+
+AUTO = RerunPolicy(2, budget=True)  # the default where a row's verdict rests on one run
+OFF = RerunPolicy(0)  # --confirm 0, and sessions whose verdicts rest on several runs
+
+# The n-th rerun of a row, judged; or, as a string, why there is none (a replay folder
+# without it, a session whose rerun budget is spent): the reruns stop there.
+Rerun = Callable[[int], "Evaluation | str"]
 
 
 def wants_confirmation(ev: Evaluation, inconclusive: bool = False) -> str | None:
@@ -98,22 +120,6 @@ def _below(confirmation: Evaluation, first: Evaluation) -> bool:
     return math.isfinite(a.ci_high) and math.isfinite(b.ci_low) and a.ci_high < b.ci_low
 
 
-def slowest_node(ev: Evaluation) -> str | None:
-    """The node of the slowest rank the run's straggler reports name (None: none say)."""
-    runs = ev.result.runs if ev.result is not None else ()
-    found = runs[-1].slowest if runs else None
-    return found.get("node") if found else None
-
-
-def suspects(first: Evaluation, confirmations: Sequence[Evaluation]) -> list[str]:
-    """The first run's nodes that no confirmation ran on (all of them when they are disjoint),
-    the node of its slowest rank first when its straggler reports name one."""
-    elsewhere = {n for c in confirmations for n in _nodes(c.result)}
-    nodes = [n for n in _nodes(first.result) if n not in elsewhere]
-    slow = slowest_node(first)
-    return [slow, *(n for n in nodes if n != slow)] if slow in nodes else nodes
-
-
 def contradicts(confirmation: Evaluation, first: Evaluation) -> bool:
     """The confirmation measured no slowdown where the first run did: a verdict other than
     REGRESSION, INCONCLUSIVE or INFRA, or an INCONCLUSIVE interval wholly below the first's."""
@@ -123,13 +129,57 @@ def contradicts(confirmation: Evaluation, first: Evaluation) -> bool:
 
 
 def settled(first: Evaluation, confirmations: Sequence[Evaluation]) -> bool:
-    """No further confirmation can change the row's verdict (the session stops rerunning)."""
+    """No further confirmation can change the row's verdict (the reruns stop).
+
+    A failed rerun (INFRA) settles nothing; the first judged rerun settles the row unless it
+    reproduced the REGRESSION; after that, the first later rerun that contradicts it does.
+    """
     judged = [c for c in confirmations if c.verdict != INFRA]
     if not judged:
         return False
     if judged[0].verdict != REGRESSION:
         return True
     return any(contradicts(c, first) for c in judged[1:])
+
+
+def confirm(
+    first: Evaluation,
+    rerun: Rerun,
+    most: int,
+    *,
+    inconclusive: bool = False,
+    pool: Callable[[Evaluation], Evaluation] | None = None,
+    same_nodes_note: str | None = None,
+    excluded: Sequence[str] = (),
+    flagged: Collection[str] = (),
+) -> Evaluation:
+    """The row's verdict after the reruns its first run asks for: the one loop of a live
+    session, a replay and the evaluator.
+
+    rerun(n) is the n-th rerun judged (n = 1, 2, ... up to most), asked only while the
+    verdict is not settled; a string instead says why there is no n-th rerun, and the reruns
+    stop there. pool(rerun) judges the first run and a rerun together (an INCONCLUSIVE leaning
+    slow, with inconclusive=True). same_nodes_note, excluded and flagged: as combine().
+    """
+    if most < 1 or wants_confirmation(first, inconclusive) is None:
+        return first
+    kw = {"same_nodes_note": same_nodes_note, "excluded": excluded, "flagged": flagged}
+    if first.verdict != REGRESSION:  # INCONCLUSIVE leaning slow: both runs judged together
+        got = rerun(1)
+        if isinstance(got, str):
+            return combine(first, [], stopped=got, **kw)
+        return combine(first, [got], pooled=pool(got) if pool else None, **kw)
+    reruns: list[Evaluation] = []
+    stopped = None
+    for n in range(1, most + 1):
+        got = rerun(n)
+        if isinstance(got, str):
+            stopped = got
+            break
+        reruns.append(got)
+        if settled(first, reruns):
+            break
+    return combine(first, reruns, stopped=stopped, **kw)
 
 
 def combine(
@@ -139,21 +189,27 @@ def combine(
     same_nodes_note: str | None = None,
     excluded: Sequence[str] = (),
     pooled: Evaluation | None = None,
+    flagged: Collection[str] = (),
+    stopped: str | None = None,
 ) -> Evaluation:
     """The row's verdict from its first run and its confirmation runs (see the module doc).
 
     same_nodes_note: why the confirmations could not run on other nodes (local executor).
     excluded: the nodes the confirmations were kept off. pooled: the row judged on the first
     run and the confirmation together (an INCONCLUSIVE leaning slow): its verdict is the row's.
+    flagged: the nodes `perfgate nodes` flags (evidence against a first run's nodes:
+    perfgate.verdicts.suspects). stopped: why the reruns stopped before the verdict settled.
     """
-    if not confirmations:
+    if not confirmations and stopped is None:
         return first
     info: dict[str, Any] = {
         "runs": [_run_dict(first, "first")]
         + [_run_dict(c, f"confirmation {i + 1}") for i, c in enumerate(confirmations)],
         "excluded": list(excluded),
         "suspect_nodes": [],
+        "suspects_why": None,
         "note": same_nodes_note,
+        "stopped": stopped,
     }
     where = "on the same node" if same_nodes_note else "on other nodes"
     failed = [c for c in confirmations if c.verdict == INFRA]
@@ -167,6 +223,8 @@ def combine(
             + "; ".join(f"{_job(c)} failed ({c.cause})" for c in failed)
             + ": the first run's verdict stands"
         )
+    if stopped and not settled(first, confirmations):
+        notes.append(f"no further confirmation: {stopped}")
     keep = {"confirmation": info, "confirmed_by": tuple(confirmations), "notes": tuple(notes)}
     if not judged:
         return replace(first, **keep)
@@ -186,18 +244,10 @@ def combine(
     contra = judged[0] if judged[0].verdict != REGRESSION else vetoes[0]
     if contra.verdict == INCONCLUSIVE and not _below(contra, first):
         verdict, what = INCONCLUSIVE, "neither reproduced nor contradicted it"
+        blame = ""
     else:
         verdict, what = UNCONFIRMED, f"measured {_delta(contra)} ({contra.verdict})"
-        if not same_nodes_note:
-            info["suspect_nodes"] = suspects(first, judged)
-    named = info["suspect_nodes"]
-    blame = ""
-    if named:
-        listed = ", ".join(named[:SUSPECTS_SHOWN]) + (" ..." if len(named) > SUSPECTS_SHOWN else "")
-        blame = f": suspect nodes {listed}"
-        slow = first.result.runs[-1].slowest if first.result and first.result.runs else None
-        if slow and slow.get("node") == named[0]:
-            blame += f" (rank {slow['rank']} on {named[0]} was the slowest: {slow['how']})"
+        blame = _blame(first, judged, contra, flagged, info) if not same_nodes_note else ""
     message = (
         f"{first.row.id}: {verdict}: the first run was {_delta(first)} slower than the baseline "
         f"({first.verdict}, {_job(first)}) but a confirmation {where} {what} "
@@ -206,3 +256,25 @@ def combine(
     # The row keeps its first run's numbers (what the report plots as tonight's run); the
     # confirmation's are in `confirmed_by` and results.json's runs.
     return replace(first, verdict=verdict, message=message, **keep)
+
+
+def _blame(
+    first: Evaluation,
+    judged: Sequence[Evaluation],
+    contra: Evaluation,
+    flagged: Collection[str],
+    info: dict[str, Any],
+) -> str:
+    """The message's tail for an UNCONFIRMED row: the suspect nodes and why, or that no node
+    explains the slowdown (perfgate.verdicts.suspects); fills info's suspect_nodes."""
+    found = suspects(first, judged, contra, flagged)
+    info["suspect_nodes"], info["suspects_why"] = found.nodes, found.why
+    if not found.nodes:
+        return f": the slowdown did not reproduce and {found.why}"
+    named = found.nodes
+    listed = ", ".join(named[:SUSPECTS_SHOWN]) + (" ..." if len(named) > SUSPECTS_SHOWN else "")
+    why = [found.why]
+    slow = first.result.runs[-1].slowest if first.result and first.result.runs else None
+    if slow and slow.get("node") == named[0]:
+        why.insert(0, f"rank {slow['rank']} on {named[0]} was the slowest: {slow['how']}")
+    return f": suspect nodes {listed} ({'; '.join(why)})"
