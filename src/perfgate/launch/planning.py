@@ -54,14 +54,17 @@ PINNING = ("nodelist", "w")
 
 def confirmation_options(options: LaunchOptions, exclude: Sequence[str]) -> LaunchOptions:
     """The options of a confirmation run: one launch labelled "confirm", kept off `exclude`
-    (with the user's own --slurm-param exclude) and free of node pins."""
+    (perfgate.launch.avoid: in place of the first runs' list; the user's own --slurm-param
+    exclude stays) and free of node pins."""
     params = {k: v for k, v in options.slurm_params.items() if k not in PINNING}
-    own = str(params.pop("exclude", "") or "")
-    nodes = sorted({*exclude, *(n for n in own.split(",") if n)})
-    if nodes and executor_for(options.executor).excludes_nodes:
-        params["exclude"] = ",".join(nodes)
+    avoid = tuple(exclude) if executor_for(options.executor).excludes_nodes else ()
     return replace(
-        options, repeat=1, candidate_image=None, run_label="confirm", slurm_params=params
+        options,
+        repeat=1,
+        candidate_image=None,
+        run_label="confirm",
+        slurm_params=params,
+        avoid_nodes=avoid,
     )
 
 

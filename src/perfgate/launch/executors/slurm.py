@@ -28,7 +28,7 @@ from perfgate.launch import checks, images
 from perfgate.launch.allocation.slurm import srun_argv
 from perfgate.launch.executors.base import JobFunction, Refused, one_line
 from perfgate.launch.jobcontext import JobContext
-from perfgate.launch.slurmstate import JobInfo, SlurmStates
+from perfgate.launch.slurmstate import JobInfo, SlurmStates, query_partition_nodes
 from perfgate.launch.types import LaunchOptions
 
 SIGNAL_DELAY_S = 60
@@ -88,7 +88,11 @@ def sbatch_parameters(options: LaunchOptions, ctx: JobContext) -> dict[str, Any]
         # would kill the ranks (Python's default action); sent to the batch shell (B:) it
         # would kill the shell. So: the shell only, and the shell ignores it. The time limit
         # itself still ends the job with SIGTERM, which the job function handles.
-        "additional_parameters": {"signal": f"B:USR2@{SIGNAL_DELAY_S}", **options.slurm_params},
+        "additional_parameters": {
+            "signal": f"B:USR2@{SIGNAL_DELAY_S}",
+            **options.slurm_params,
+            **_exclude(options),
+        },
         "setup": ["trap '' USR2"],
     }
     if options.exclusive:
@@ -98,6 +102,14 @@ def sbatch_parameters(options: LaunchOptions, ctx: JobContext) -> dict[str, Any]
             params[key] = getattr(options, key)
     checks.sbatch_parameters(params)
     return params
+
+
+def _exclude(options: LaunchOptions) -> dict[str, str]:
+    """The user's own --slurm-param exclude with the nodes perfgate keeps the job off."""
+    if not options.avoid_nodes:
+        return {}
+    own = [n for n in str(options.slurm_params.get("exclude") or "").split(",") if n]
+    return {"exclude": ",".join(sorted({*own, *options.avoid_nodes}))}
 
 
 def submitit_command(folder: str | Path) -> str:
@@ -192,3 +204,8 @@ class SlurmExecutor:
     def nodes(self, job_id: str) -> list[str]:
         """The job's nodes as accounting (else slurmctld) recorded them, one name each."""
         return self.slurm.nodes(job_id)
+
+    def partition_nodes(self, partition: str | None) -> list[str] | None:
+        """The partition's usable nodes as sinfo lists them (None: the default partition's;
+        None back when sinfo cannot say)."""
+        return query_partition_nodes(partition)
