@@ -74,3 +74,26 @@ def test_a_replay_of_the_results_folder_reads_the_rerun_as_the_confirmation(suit
     shutil.rmtree(first / "confirm-1")
     suite.run(f"--replay={jobs}", "--all-rows", "--history", "off")
     assert suite.results()["rows"][flaky.id]["verdict"] == "REGRESSION"
+
+
+def test_a_failed_rerun_and_a_passing_one_settle_alike_live_and_in_replay(suite, tmp_path):
+    """--confirm 2, the first rerun fails and the second passes: UNCONFIRMED, live and in a
+    replay of the results folder (one loop, perfgate.verdicts.confirm.confirm, for both)."""
+    marker = tmp_path / "crashed-once"
+    flaky = command_row(
+        "flaky", *STEP, "--slow-label", "baseline", "--slowdown", "0.25",
+        "--crash-label", "confirm", "--crash-at", "3", "--crash-once", str(marker),
+    )  # fmt: skip
+    suite.write_rows([measured(flaky, 0.05)])
+    result = suite.run(*LOCAL, "--confirm", "2")
+    live = suite.results()["rows"][flaky.id]
+    assert live["verdict"] == "UNCONFIRMED", "\n".join(result.outlines)
+    assert [r["verdict"] for r in live["confirmation"]["runs"]] == ["REGRESSION", "INFRA", "PASS"]
+    assert any("failed" in n for n in live["notes"])
+    jobs = suite.path / "perfgate-results" / "jobs"
+    result = suite.run(f"--replay={jobs}", "--all-rows", "--history", "off", "--confirm", "2")
+    rec = suite.results()["rows"][flaky.id]
+    assert rec["verdict"] == "UNCONFIRMED", "\n".join(result.outlines)
+    runs = rec["confirmation"]["runs"]
+    assert [r["verdict"] for r in runs] == ["REGRESSION", "INFRA", "PASS"]
+    assert runs[2]["delta"] == live["confirmation"]["runs"][2]["delta"]

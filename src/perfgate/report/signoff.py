@@ -17,6 +17,7 @@ from typing import Any
 from perfgate.report import ab, provenance, table
 from perfgate.report import format as fmt
 from perfgate.report.extras import verdict_text
+from perfgate.report.nodes import nodes_text
 from perfgate.rowrecord import RowRecord
 from perfgate.stats.matrix import expected_false_alarms
 
@@ -193,6 +194,9 @@ def signoff_html(records: Sequence[Record], session: dict[str, Any] | None = Non
     night = night_text(records, session)
     if night:
         lines.append(f"<tr><th>False alarms</th><td>{escape(night)}</td></tr>")
+    nodes = nodes_text(session)
+    if nodes:
+        lines.append(f"<tr><th>Nodes</th><td>{escape(nodes)}</td></tr>")
     lines += [
         "</table>",
     ]
@@ -238,18 +242,23 @@ def night_text(records: Sequence[Record], session: dict[str, Any]) -> str | None
         return None
     opts = session.get("options") or {}
     alpha = opts.get("alpha") or 0.01
-    confirm = int(opts.get("confirm") or 0)
+    confirm = str(opts.get("confirm") or 0)
     expected, none = expected_false_alarms(m, alpha)
     text = (
         f"{m} rows judged on one run each at {alpha:.1%} false alarms: noise alone gives up to "
         f"{expected:.2f} false REGRESSIONs a night (none on {none:.0%} of such nights)"
     )
-    if confirm:
-        after, clean = expected_false_alarms(m, alpha ** (confirm + 1))
+    if confirm not in ("0", "None"):
+        after, clean = expected_false_alarms(m, alpha**2)
+        how = (
+            "a second rerun when the first reproduced it, which may veto it"
+            if confirm != "1"
+            else "one rerun"
+        )
         text += (
-            f"; each REGRESSION was rerun on other nodes ({confirm}x), so a false one must recur "
-            f"there: about {after:.3f} a night if the reruns were independent (none on "
-            f"{clean:.1%} of nights)"
+            f"; each REGRESSION was rerun on other nodes (--confirm {confirm}: {how}), so a "
+            f"false one must recur there: about {after:.3f} a night if the reruns were "
+            f"independent (none on {clean:.1%} of nights)"
         )
     if opts.get("fdr"):
         text += (
@@ -265,6 +274,9 @@ def terminal_lines(records: Sequence[Record], session: dict[str, Any] | None = N
     night = night_text(records, session or {})
     if night:
         out.append(f"night: {night}")
+    nodes = nodes_text(session or {})
+    if nodes:
+        out.append(f"nodes: {nodes}")
     if c.get("SKIPPED"):
         out[0] += "  (pytest -rs lists why rows were skipped)"
     if ab.signoff_summary(records):
