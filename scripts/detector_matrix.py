@@ -50,7 +50,7 @@ from perfgate.history.trend import Point, off_slow_nodes
 from perfgate.launch.avoid import exclusions
 from perfgate.stats import Noise, summarize_run
 from perfgate.stats.matrix import benjamini_hochberg
-from perfgate.verdicts.confirm import confirm, contradicts, wants_confirmation
+from perfgate.verdicts.confirm import AUTO, RerunPolicy, confirm, contradicts, wants_confirmation
 
 TOLERANCE = gen.TOLERANCE
 HISTORY_NIGHTS = 10
@@ -65,42 +65,41 @@ ROBUST = True
 # --- rerun policies ---------------------------------------------------------------------------
 
 Launch = Callable[[int], verdicts.Evaluation]  # the row's n-th rerun, judged (drawn once)
-Pool = Callable[[list[int]], verdicts.Evaluation]  # the row judged on these launches together
+Pool = Callable[[list[verdicts.Evaluation]], verdicts.Evaluation]  # launches judged together
 Policy = Callable[[verdicts.Evaluation, Launch, Pool, frozenset], verdicts.Evaluation]
 
 
-def _suite(most: int) -> Policy:
-    """The suite's own rule with up to `most` reruns (perfgate.verdicts.confirm.confirm)."""
+def _suite(policy: RerunPolicy) -> Policy:
+    """The suite's own rule (perfgate.verdicts.confirm.confirm) under this rerun policy."""
 
-    def policy(first, launch, pool, flagged):
-        return confirm(first, launch, most, flagged=flagged)
+    def judged(first, launch, pool, flagged):
+        return confirm(first, launch, policy, pool=pool, flagged=flagged)
 
-    return policy
+    return judged
+
+
+def _as(first: verdicts.Evaluation, verdict: str) -> verdicts.Evaluation:
+    return first if first.verdict == verdict else replace(first, verdict=verdict)
 
 
 def _every(first, launch, pool, flagged):
     """Every launch must be a REGRESSION: a second rerun only when the first reproduced."""
     if launch(1).verdict != "REGRESSION":
-        return replace(first, verdict="UNCONFIRMED")
-    return first if launch(2).verdict == "REGRESSION" else replace(first, verdict="UNCONFIRMED")
+        return _as(first, "UNCONFIRMED")
+    return first if launch(2).verdict == "REGRESSION" else _as(first, "UNCONFIRMED")
 
 
-def _pooled(*which: int):
-    """When the first rerun reproduced, one more; the row judged on these launches together
-    (0: the first run, 1 and 2: the reruns)."""
+def _pooled(with_first: bool):
+    """When the first rerun reproduced, one more; the row judged on the reruns together (and
+    the first run, with_first)."""
 
     def policy(first, launch, pool, flagged):
         if launch(1).verdict != "REGRESSION":
-            return replace(first, verdict="UNCONFIRMED")
-        launch(2)
-        both = pool(list(which))
-        return first if both.verdict == "REGRESSION" else replace(first, verdict="UNCONFIRMED")
+            return _as(first, "UNCONFIRMED")
+        both = pool([first, launch(1), launch(2)] if with_first else [launch(1), launch(2)])
+        return first if both.verdict == "REGRESSION" else _as(first, "UNCONFIRMED")
 
     return policy
-
-
-def _as(first: verdicts.Evaluation, verdict: str) -> verdicts.Evaluation:
-    return first if first.verdict == verdict else replace(first, verdict=verdict)
 
 
 def _veto1(first, launch, pool, flagged):
@@ -108,52 +107,35 @@ def _veto1(first, launch, pool, flagged):
     return _as(first, "UNCONFIRMED") if contradicts(launch(1), first) else first
 
 
-def _auto(first, launch, pool, flagged):
-    """A rerun that may veto; when it did not, a second: after a reproduced REGRESSION it may
-    veto; after an INCONCLUSIVE rerun both reruns are judged together. An INCONCLUSIVE first
-    run leaning slow (when asked): judged with its rerun, as --confirm-inconclusive."""
-    if first.verdict != "REGRESSION":
-        launch(1)
-        return _as(first, pool([0, 1]).verdict)
-    x2 = launch(1)
-    if contradicts(x2, first):
-        return _as(first, "UNCONFIRMED")
-    x3 = launch(2)
-    if x2.verdict == "REGRESSION":
-        return _as(first, "UNCONFIRMED") if contradicts(x3, first) else first
-    both = pool([1, 2]).verdict
-    return _as(first, {"PASS": "UNCONFIRMED", "IMPROVEMENT": "UNCONFIRMED"}.get(both, both))
-
-
-# name -> (what it does, policy); "confirm 2" is the suite's rule for --confirm 2
+# name -> (what it does, policy); "confirm N" and "auto" are the suite's own rules
 POLICIES: dict[str, tuple[str, Policy]] = {
     "confirm 0": ("no rerun", lambda first, launch, pool, flagged: first),
-    "confirm 1": ("one rerun must reproduce", _suite(1)),
-    "confirm 2": ("a second rerun when the first reproduced, which may veto", _suite(2)),
+    "confirm 1": ("one rerun must reproduce", _suite(RerunPolicy(1))),
+    "confirm 2": (
+        "a second rerun when the first reproduced, which may veto",
+        _suite(RerunPolicy(2)),
+    ),
+    "auto": (
+        "--confirm auto: as confirm 2, and after an INCONCLUSIVE rerun a second, both judged "
+        "together",
+        _suite(AUTO),
+    ),
     "every 3": ("a second rerun when the first reproduced, which must reproduce too", _every),
     "pooled reruns": (
         "a second rerun when the first reproduced; both reruns judged together",
-        _pooled(1, 2),
+        _pooled(False),
     ),
     "pooled 3": (
         "a second rerun when the first reproduced; all three launches together",
-        _pooled(0, 1, 2),
+        _pooled(True),
     ),
     "veto 1": ("one rerun, which may only veto", _veto1),
-    "auto-pool": (
-        "a rerun that may veto; a second when it did not: after a REGRESSION it may veto, "
-        "after an INCONCLUSIVE both reruns judged together",
-        _auto,
-    ),
-    "auto-pool+inc": ("auto-pool, and an INCONCLUSIVE first run leaning slow rerun too", _auto),
 }
-# policies that also rerun an INCONCLUSIVE first run leaning slow
-INCONCLUSIVE_TOO = {"auto-pool+inc"}
 
 
 def policy_name(confirm_opt: str) -> str:
-    """The POLICIES name of a --confirm value."""
-    return f"confirm {int(confirm_opt)}"
+    """The POLICIES name of a --confirm value (auto, or N)."""
+    return "auto" if confirm_opt == "auto" else f"confirm {int(confirm_opt)}"
 
 
 # --- a row, its baseline and history ---------------------------------------------------------
@@ -274,9 +256,9 @@ def judge_night(
             night_row.launches.append((judge(res), cf, cnodes))
         return night_row.launches[n - 1][0]
 
-    def pool(which: list[int]) -> verdicts.Evaluation:
-        runs = tuple(run for i in which for run in results[i].runs)
-        return judge(replace(results[0], runs=runs))
+    def pool(launches: list[verdicts.Evaluation]) -> verdicts.Evaluation:
+        got = [e.result for e in launches if e.result is not None]
+        return judge(replace(got[0], runs=tuple(run for r in got for run in r.runs)))
 
     for name in policies:
         asked = [0]
@@ -285,7 +267,7 @@ def judge_night(
             asked[0] = max(asked[0], n)
             return launch(n)
 
-        if name == "confirm 0" or not wants_confirmation(first, name in INCONCLUSIVE_TOO):
+        if name == "confirm 0" or not wants_confirmation(first):
             night_row.final[name], night_row.used[name] = first, 0
             continue
         night_row.final[name] = POLICIES[name][1](first, counted, pool, flag_set)

@@ -623,7 +623,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument(
         "--confirm",
-        default="1",
+        default="auto",
         help="--matrix: the suite's rerun policy whose verdicts the history keeps (auto, or N)",
     )
     p.add_argument(

@@ -70,7 +70,7 @@ def test_a_slow_first_run_on_slow_nodes_is_unconfirmed_and_names_them(row, steps
     assert ev.message.startswith(f"{row.id}: UNCONFIRMED: the first run was +4.")
     assert "job 101 on n17,n18" in ev.message and "job 102 on n40,n41" in ev.message
     assert ev.message.endswith("suspect nodes n17, n18 (the first run +4.3% vs the rerun, "
-                               "beyond the noise bound 1.6%)")  # fmt: skip
+                               "beyond the noise bound 2.4%)")  # fmt: skip
     assert ev.measured == first.measured  # tonight's numbers stay the first run's
     info = ev.confirmation
     assert info["suspect_nodes"] == ["n17", "n18"] and info["excluded"] == ["n17", "n18"]
@@ -206,7 +206,7 @@ def test_the_slowest_ranks_node_is_named_first(row, steps) -> None:
     assert ev.confirmation["suspect_nodes"] == ["n18", "n17"]
     assert ev.message.endswith(
         "suspect nodes n18, n17 (rank 12 on n18 was the slowest: Megatron straggler detector; "
-        "the first run +4.5% vs the rerun, beyond the noise bound 1.6%)"
+        "the first run +4.5% vs the rerun, beyond the noise bound 2.4%)"
     )
 
 
@@ -304,7 +304,7 @@ def test_a_first_run_within_the_noise_of_its_rerun_names_no_node(row, steps) -> 
     assert ev.verdict == "UNCONFIRMED" and ev.confirmation["suspect_nodes"] == []
     assert ev.message.endswith(
         ": the slowdown did not reproduce and no node explains it (the first run +1.0% vs the "
-        "rerun, within the noise bound 1.6%, on no node perfgate nodes flags)"
+        "rerun, within the noise bound 2.4%, on no node perfgate nodes flags)"
     )
     # the same runs, with the history flagging the first run's node: it is named
     flagged = combine(first, [close], flagged={"n17", "n99"})
@@ -324,4 +324,49 @@ def test_the_noise_bound_of_two_launches_is_the_rows_own(row, steps) -> None:
     from perfgate.stats.dist import t_quantile
 
     assert slower and d == pytest.approx(0.045, abs=0.002)
-    assert bound == pytest.approx(t_quantile(0.99, c.df) * se**0.5, rel=0.02)
+    assert bound == pytest.approx(t_quantile(0.999, c.df) * se**0.5, rel=0.02)
+
+
+# --confirm auto: after an INCONCLUSIVE rerun a second, the two judged together
+AUTO_PATHS = {
+    ("PASS",): ("UNCONFIRMED", 1),
+    ("REGRESSION", "PASS"): ("UNCONFIRMED", 2),
+    ("REGRESSION", "REGRESSION"): ("REGRESSION", 2),
+    ("REGRESSION", "INCONCLUSIVE"): ("REGRESSION", 2),
+    ("INCONCLUSIVE", "REGRESSION"): ("REGRESSION", 2),  # +5.0% and +5.8% together
+    ("INCONCLUSIVE", "PASS"): ("UNCONFIRMED", 2),  # +5.0% and +0.0% together: within 5%
+    ("INCONCLUSIVE", "INFRA"): ("INCONCLUSIVE", 2),
+    ("INFRA", "INCONCLUSIVE"): ("INCONCLUSIVE", 2),
+    ("INFRA", "PASS"): ("UNCONFIRMED", 2),
+}
+
+
+@pytest.mark.parametrize("offered", list(AUTO_PATHS), ids=lambda x: ">".join(x))
+def test_auto_judges_two_reruns_together_after_an_inconclusive_one(row, launches, offered):
+    from perfgate.suite.confirming import together
+    from perfgate.verdicts.confirm import AUTO
+
+    asked: list[int] = []
+
+    def rerun(n: int):
+        asked.append(n)
+        return launches[offered[n - 1]]
+
+    pooled: list[list[str]] = []
+
+    def pool(evs):
+        pooled.append([e.verdict for e in evs])
+        return verdicts.evaluate(row, together(evs), source="live")
+
+    ev = confirm(launches["first"], rerun, AUTO, pool=pool)
+    assert (ev.verdict, len(asked)) == AUTO_PATHS[offered]
+    both = offered[0] == "INCONCLUSIVE" and offered[1] != "INFRA"
+    assert pooled == ([list(offered[:2])] if both else [])
+    if both:
+        assert "two reruns on other nodes together (job i on n3 and job " in ev.message
+        if ev.verdict == "REGRESSION":
+            assert "; reproduced by two reruns on other nodes together" in ev.message
+            assert "measured +5.4% (REGRESSION)" in ev.message
+        else:
+            assert ev.message.startswith(f"{row.id}: UNCONFIRMED: the first run was +6.0%")
+            assert "measured +2.5% (PASS)" in ev.message

@@ -135,19 +135,19 @@ class Confirmer:
                     return queued
             return self.judge(row, self.runner.confirmation(row, n, self.started[row.id]))
 
-        def pool(rerun_ev: Evaluation) -> Evaluation:
-            assert first.result is not None and rerun_ev.result is not None
-            return self.judge(
-                row, replace(first.result, runs=first.result.runs + rerun_ev.result.runs)
-            )
-
         return confirm(
             first,
             rerun,
-            self.policy.most,
+            self.policy,
             inconclusive=self.inconclusive,
-            pool=pool,
+            pool=lambda launches: self.judge(row, together(launches)),
             same_nodes_note=note,
             excluded=self.started[row.id],
             flagged=self.flagged,
         )
+
+
+def together(launches: Sequence[Evaluation]) -> RunResult:
+    """The first launch's result with every launch's runs: the row judged on them together."""
+    results = [ev.result for ev in launches if ev.result is not None]
+    return replace(results[0], runs=tuple(run for r in results for run in r.runs))

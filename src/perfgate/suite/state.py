@@ -31,7 +31,7 @@ from perfgate.report.environment import environment
 from perfgate.rowrecord import RowRecord
 from perfgate.runs import RunResult
 from perfgate.suite import avoiding, matrix, preflight, records, replay, updates
-from perfgate.suite.confirming import Confirmer
+from perfgate.suite.confirming import Confirmer, together
 from perfgate.suite.live import LiveRunner, say, terminal_display
 from perfgate.suite.recording import HistoryRecorder
 from perfgate.suite.settings import Settings
@@ -301,17 +301,13 @@ class PerfgateState:
                 return f"the replay folder has no confirm-{n}/"
             return self.judge(row, replay.load(row, reruns[n - 1]))
 
-        def pool(again: Evaluation) -> Evaluation:
-            runs = first.result.runs + again.result.runs  # type: ignore[union-attr]
-            return self.judge(row, replace(first.result, runs=runs))  # type: ignore[arg-type]
-
         s = self.settings
         return confirm(
             first,
             rerun,
-            s.confirm.most,
+            s.confirm,
             inconclusive=s.confirm_inconclusive,
-            pool=pool,
+            pool=lambda launches: self.judge(row, together(launches)),
             flagged=self.recorder.slow_nodes(),
         )
 

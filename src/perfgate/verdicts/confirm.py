@@ -53,6 +53,8 @@ class RerunPolicy:
 
     most: int  # reruns at most, each asked only while the verdict is open
     budget: bool = False  # the session's reruns within one rerun per row (perfgate.suite)
+    # an INCONCLUSIVE first rerun is followed by another, and the two are judged together
+    pool_inconclusive: bool = False
 
     @property
     def name(self) -> str:
@@ -60,7 +62,8 @@ class RerunPolicy:
         return "auto" if self.budget else str(self.most)
 
 
-AUTO = RerunPolicy(2, budget=True)  # the default where a row's verdict rests on one run
+# The default where a row's verdict rests on one run (README "Confirmation on other nodes").
+AUTO = RerunPolicy(2, budget=True, pool_inconclusive=True)
 OFF = RerunPolicy(0)  # --confirm 0, and sessions whose verdicts rest on several runs
 
 # The n-th rerun of a row, judged; or, as a string, why there is none (a replay folder
@@ -128,27 +131,41 @@ def contradicts(confirmation: Evaluation, first: Evaluation) -> bool:
     return confirmation.verdict != INCONCLUSIVE or _below(confirmation, first)
 
 
-def settled(first: Evaluation, confirmations: Sequence[Evaluation]) -> bool:
+def settled(
+    first: Evaluation, confirmations: Sequence[Evaluation], pool_inconclusive: bool = False
+) -> bool:
     """No further confirmation can change the row's verdict (the reruns stop).
 
-    A failed rerun (INFRA) settles nothing; the first judged rerun settles the row unless it
-    reproduced the REGRESSION; after that, the first later rerun that contradicts it does.
+    A failed rerun (INFRA) settles nothing. The first judged rerun settles the row when it
+    contradicts the REGRESSION, and when it is INCONCLUSIVE unless pool_inconclusive (then the
+    next judged rerun settles it: the two are judged together). After a reproduced
+    REGRESSION, the first later rerun that contradicts it does.
     """
     judged = [c for c in confirmations if c.verdict != INFRA]
     if not judged:
         return False
     if judged[0].verdict != REGRESSION:
+        if pool_inconclusive and _open(judged[0], first):
+            return len(judged) >= 2
         return True
     return any(contradicts(c, first) for c in judged[1:])
+
+
+def _open(rerun: Evaluation, first: Evaluation) -> bool:
+    """An INCONCLUSIVE rerun that neither reproduced nor contradicted the first run."""
+    return rerun.verdict == INCONCLUSIVE and not contradicts(rerun, first)
+
+
+Pool = Callable[[Sequence[Evaluation]], Evaluation]  # launches of the row judged together
 
 
 def confirm(
     first: Evaluation,
     rerun: Rerun,
-    most: int,
+    policy: RerunPolicy | int,
     *,
     inconclusive: bool = False,
-    pool: Callable[[Evaluation], Evaluation] | None = None,
+    pool: Pool | None = None,
     same_nodes_note: str | None = None,
     excluded: Sequence[str] = (),
     flagged: Collection[str] = (),
@@ -156,30 +173,38 @@ def confirm(
     """The row's verdict after the reruns its first run asks for: the one loop of a live
     session, a replay and the evaluator.
 
-    rerun(n) is the n-th rerun judged (n = 1, 2, ... up to most), asked only while the
-    verdict is not settled; a string instead says why there is no n-th rerun, and the reruns
-    stop there. pool(rerun) judges the first run and a rerun together (an INCONCLUSIVE leaning
-    slow, with inconclusive=True). same_nodes_note, excluded and flagged: as combine().
+    rerun(n) is the n-th rerun judged (n = 1, 2, ... up to the policy's most), asked only
+    while the verdict is not settled; a string instead says why there is no n-th rerun, and
+    the reruns stop there. pool(launches) judges launches of the row together (an
+    INCONCLUSIVE first run leaning slow with its rerun, with inconclusive=True; two reruns
+    after an INCONCLUSIVE one, with the policy's pool_inconclusive). same_nodes_note,
+    excluded and flagged: as combine().
     """
-    if most < 1 or wants_confirmation(first, inconclusive) is None:
+    policy = policy if isinstance(policy, RerunPolicy) else RerunPolicy(policy)
+    if policy.most < 1 or wants_confirmation(first, inconclusive) is None:
         return first
     kw = {"same_nodes_note": same_nodes_note, "excluded": excluded, "flagged": flagged}
     if first.verdict != REGRESSION:  # INCONCLUSIVE leaning slow: both runs judged together
         got = rerun(1)
         if isinstance(got, str):
             return combine(first, [], stopped=got, **kw)
-        return combine(first, [got], pooled=pool(got) if pool else None, **kw)
+        return combine(first, [got], pooled=pool([first, got]) if pool else None, **kw)
+    pooling = policy.pool_inconclusive and pool is not None
     reruns: list[Evaluation] = []
     stopped = None
-    for n in range(1, most + 1):
+    for n in range(1, policy.most + 1):
         got = rerun(n)
         if isinstance(got, str):
             stopped = got
             break
         reruns.append(got)
-        if settled(first, reruns):
+        if settled(first, reruns, pooling):
             break
-    return combine(first, reruns, stopped=stopped, **kw)
+    judged = [c for c in reruns if c.verdict != INFRA]
+    together = None
+    if pooling and len(judged) >= 2 and _open(judged[0], first):
+        together = pool(judged[:2])  # type: ignore[misc]
+    return combine(first, reruns, stopped=stopped, together=together, **kw)
 
 
 def combine(
@@ -191,6 +216,7 @@ def combine(
     pooled: Evaluation | None = None,
     flagged: Collection[str] = (),
     stopped: str | None = None,
+    together: Evaluation | None = None,
 ) -> Evaluation:
     """The row's verdict from its first run and its confirmation runs (see the module doc).
 
@@ -199,6 +225,8 @@ def combine(
     run and the confirmation together (an INCONCLUSIVE leaning slow): its verdict is the row's.
     flagged: the nodes `perfgate nodes` flags (evidence against a first run's nodes:
     perfgate.verdicts.suspects). stopped: why the reruns stopped before the verdict settled.
+    together: the first two judged reruns judged together, after the first was INCONCLUSIVE
+    (--confirm auto): a REGRESSION reproduces it, a PASS contradicts it.
     """
     if not confirmations and stopped is None:
         return first
@@ -233,6 +261,8 @@ def combine(
         message = f"{pooled.message}; judged on the first run and a confirmation {where} ({shown})"
         # the numbers are both runs'; each run stays with its own job in results and history
         return replace(pooled, message=message, result=first.result, **keep)
+    if together is not None:
+        return _together(first, judged[:2], together, where, flagged, info, keep, same_nodes_note)
     vetoes = [c for c in judged[1:] if contradicts(c, first)]
     if judged[0].verdict == REGRESSION and not vetoes:
         shown = ", ".join(f"{_delta(c)} ({_job(c)})" for c in judged if c.verdict == REGRESSION)
@@ -255,6 +285,34 @@ def combine(
     )
     # The row keeps its first run's numbers (what the report plots as tonight's run); the
     # confirmation's are in `confirmed_by` and results.json's runs.
+    return replace(first, verdict=verdict, message=message, **keep)
+
+
+def _together(
+    first: Evaluation,
+    pair: Sequence[Evaluation],
+    both: Evaluation,
+    where: str,
+    flagged: Collection[str],
+    info: dict[str, Any],
+    keep: dict[str, Any],
+    same_nodes_note: str | None,
+) -> Evaluation:
+    """The verdict of a first run whose first rerun was INCONCLUSIVE, on the two reruns
+    judged together: REGRESSION reproduces it, PASS (or IMPROVEMENT, SHIFT) contradicts it,
+    INCONCLUSIVE leaves it at that."""
+    jobs = " and ".join(_job(c) for c in pair)
+    what = f"two reruns {where} together ({jobs}) measured {_delta(both)} ({both.verdict})"
+    if both.verdict == REGRESSION:
+        return replace(first, message=f"{first.message}; reproduced by {what}", **keep)
+    verdict = INCONCLUSIVE if both.verdict == INCONCLUSIVE else UNCONFIRMED
+    blame = ""
+    if verdict == UNCONFIRMED and not same_nodes_note:
+        blame = _blame(first, pair, both, flagged, info)
+    message = (
+        f"{first.row.id}: {verdict}: the first run was {_delta(first)} slower than the baseline "
+        f"({first.verdict}, {_job(first)}) but {what}{blame}"
+    )
     return replace(first, verdict=verdict, message=message, **keep)
 
 
