@@ -97,3 +97,27 @@ def test_a_failed_rerun_and_a_passing_one_settle_alike_live_and_in_replay(suite,
     runs = rec["confirmation"]["runs"]
     assert [r["verdict"] for r in runs] == ["REGRESSION", "INFRA", "PASS"]
     assert runs[2]["delta"] == live["confirmation"]["runs"][2]["delta"]
+
+
+def test_auto_reruns_a_reproduced_regression_once_more_within_one_rerun_per_row(suite):
+    """--confirm auto: a second rerun only when the first reproduced, and only while the
+    session's reruns stay within one per row (the plan's "up to")."""
+    fine = command_row("fine", *STEP)
+    slower = command_row("slower", *STEP)
+    suite.write_rows([measured(fine, 0.05), measured(slower, 0.04)])  # fine's test runs first
+    result = suite.run(*LOCAL)
+    out = "\n".join(result.outlines)
+    rows = suite.results()["rows"]
+    assert rows[fine.id]["verdict"] == "PASS" and rows[fine.id]["confirmation"] is None
+    rec = rows[slower.id]
+    assert rec["verdict"] == "REGRESSION", out
+    # fine passed, so its share of the budget pays for slower's second rerun
+    assert [r["verdict"] for r in rec["confirmation"]["runs"]] == ["REGRESSION"] * 3
+    assert "up to 0.3 for confirmation reruns (--confirm auto" in out
+    # alone, the row's one share is spent on its first rerun: its verdict rests on that one
+    suite.write_rows([measured(slower, 0.04)])
+    suite.run(*LOCAL)
+    alone = suite.results()["rows"][slower.id]
+    assert [r["verdict"] for r in alone["confirmation"]["runs"]] == ["REGRESSION"] * 2
+    assert alone["verdict"] == "REGRESSION"
+    assert any("rerun 2 does not fit" in n for n in alone["notes"]), alone["notes"]

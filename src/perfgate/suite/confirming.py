@@ -78,7 +78,16 @@ class Confirmer:
         self.inconclusive = inconclusive
         self.flagged = tuple(flagged)  # nodes `perfgate nodes` flags, most suspect first
         self.started: dict[str, list[str]] = {}  # row id -> the first rerun's exclude list
-        self.budget = RerunBudget(runner.planned_gpu_hours()) if policy.budget else None
+        self._budget: RerunBudget | None = None
+
+    @property
+    def budget(self) -> RerunBudget | None:
+        """The session's rerun budget (auto only), from the rows' plans once submitted."""
+        if self.policy.budget and self._budget is None:
+            planned = self.runner.planned_gpu_hours()
+            if planned:
+                self._budget = RerunBudget(planned)
+        return self._budget
 
     def exclude(self, row: Row, n: int) -> list[str]:
         """The nodes the row's n-th rerun is kept off: every node it ran on tonight and the
