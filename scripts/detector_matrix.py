@@ -116,9 +116,13 @@ POLICIES: dict[str, tuple[str, Policy]] = {
         _suite(RerunPolicy(2)),
     ),
     "auto": (
-        "--confirm auto: as confirm 2, and after an INCONCLUSIVE rerun a second, both judged "
-        "together",
+        "--confirm auto: a rerun shown within tolerance at alpha/10 vetoes; a reproduced "
+        "REGRESSION gets a second that may veto; any other rerun a second, both judged together",
         _suite(AUTO),
+    ),
+    "auto with PASS vetoes": (
+        "auto with a rerun's own PASS as the veto",
+        _suite(RerunPolicy(2, pool_open=True)),
     ),
     "every 3": ("a second rerun when the first reproduced, which must reproduce too", _every),
     "pooled reruns": (
@@ -357,6 +361,7 @@ def season(
                 ]
         for i, (st, j) in enumerate(zip(states, judged, strict=True)):
             _grow(st, j, night, primary)
+            low = _shift_low(j.final[primary])
             if step:
                 s = steps_at[i]
                 for p in policies:
@@ -365,6 +370,13 @@ def season(
                         c[f"found:{p}:{i}"] = 1
                         if v == "REGRESSION":
                             c[f"found_regression:{p}:{i}"] = 1
+                if s <= night < s + WITHIN:  # what other SHIFT bars would have flagged
+                    for x in SHIFT_BARS:
+                        hit = finals[primary][i] == "REGRESSION" or low >= x * TOLERANCE
+                        c[f"found_bar:{x}:{i}"] = max(c[f"found_bar:{x}:{i}"], hit)
+            else:
+                for x in SHIFT_BARS:
+                    c[f"shift_bar:{x}"] += low >= x * TOLERANCE
         if step:
             continue
         c["nights"] += 1
@@ -427,6 +439,10 @@ def season(
                     c["probe_unconfirmed_named"] += truth[0]
     if step:
         c["series"] = rows
+        for x in SHIFT_BARS:
+            c[f"found_bar:{x}"] = sum(v for k, v in c.items() if k.startswith(f"found_bar:{x}:"))
+        for k in [k for k in c if k.startswith("found_bar:") and k.count(":") == 2]:
+            del c[k]
         for p in policies:
             c[f"found:{p}"] = sum(v for k, v in c.items() if k.startswith(f"found:{p}:"))
             c[f"found_regression:{p}"] = sum(
@@ -447,6 +463,20 @@ def _path(j: Night, policy: str) -> str:
 
 
 SHIFT_BUCKETS = (0.005, 0.01, 0.02)
+SHIFT_BARS = (0.0, 0.1, 0.2, 0.3, 0.4)  # SHIFT at a step shown above this share of tolerance
+
+
+def _shift_low(ev: verdicts.Evaluation) -> float:
+    """The lower bound of a step within tolerance that tonight's verdict would let stand as a
+    SHIFT (-inf: none): what trend.SHIFT_SHARE is compared with."""
+    step = (ev.history or {}).get("step") or {}
+    if ev.verdict not in ("PASS", "INCONCLUSIVE", "SHIFT") or step.get("verdict") not in (
+        "PASS",
+        "SHIFT",
+    ):
+        return -math.inf
+    low = step.get("ci_low")
+    return low if low is not None and low > 0 else -math.inf
 
 
 def _bucket(d: float) -> str:
@@ -525,6 +555,10 @@ def simulate(
         "first_slow_per_row": t["first_slow"] / t["row_nights"],
         "first_on_flagged_per_row": t["first_on_flagged"] / t["row_nights"],
         "shift_per_night": t["shift"] / t["nights"],
+        "shift_bars": {
+            x: (t[f"shift_bar:{x}"] / t["nights"], t[f"found_bar:{x}"] / t["series"])
+            for x in SHIFT_BARS
+        },
         "shift_sizes": {
             k.split(":", 1)[1]: v / t["nights"] for k, v in t.items() if k.startswith("shift_size:")
         },
@@ -582,6 +616,9 @@ def report(res: dict, args: dict) -> str:
         f"- SHIFT per night at no change: {res['shift_per_night']:.3f} ("
         + ", ".join(f"{k}: {v:.3f}" for k, v in sorted(res["shift_sizes"].items()))
         + ")",
+        "- SHIFT bar (share of tolerance the step's lower bound must clear): SHIFT per night at "
+        "no change / 3% step flagged within 5 nights: "
+        + ", ".join(f"{x:.0%}: {a:.3f} / {b:.1%}" for x, (a, b) in res["shift_bars"].items()),
         f"- UNCONFIRMED naming nodes: {res['unconfirmed_named_share']:.1%}; of those, naming a "
         f"node that was really slow: {res['unconfirmed_named_slow']:.1%} (first launch really "
         f"slow: {res['unconfirmed_slow']:.1%} of UNCONFIRMED)",

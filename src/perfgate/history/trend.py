@@ -9,8 +9,8 @@ in sessions not forgotten, oldest first (perfgate.history.store reads them). Fro
   was stored and its segment is still slower than the baseline (the baseline has not
   absorbed it). Judged by the same guarded rule as one run, on the segment's mean:
   REGRESSION (mode "history") when the step is real and not shown within tolerance, SHIFT
-  when it is real, within tolerance and at least SHIFT_SHARE of it (a smaller real step is
-  drift: reported with the history, no warning).
+  when it is shown within tolerance and shown to be at least SHIFT_SHARE of it (a smaller
+  step, or one not shown that large, is reported with the history without a warning).
 
 No outlier is dropped beyond INFRA diagnoses and unsteady runs (the store never returns
 those): a row that was 7% slow one night without a diagnosis can be again, and its noise
@@ -30,11 +30,13 @@ from perfgate.stats.changepoint import ChangePoint, change_points, segment_noise
 from perfgate.stats.rule import decide, pct
 
 SHIFT = "SHIFT"
-# A SHIFT is a step of at least this share of the tolerance (1.5% at 5%): real but smaller
-# steps are the slow drift of a cluster and its software (a 0.05%-a-night random walk moves a
-# row ~1% in two months), which the gate measures but does not warn of. Measured by
-# scripts/evaluate_detector.py --matrix: without it, a confirming session's tighter noise
-# called ~1 such drift a night a SHIFT on 147 rows that had not changed (docs/statistics.md).
+# A SHIFT is a step shown to be at least this share of the tolerance (its lower bound at
+# alpha above 1.5% at 5%), as every verdict is shown, not guessed: a smaller real step is the
+# slow drift of a cluster and its software, or a few slow nights the change-point search picked
+# for being high (a split chosen where the data differ most, then tested on the same data),
+# which the gate reports with the history but does not warn of. Measured by
+# scripts/evaluate_detector.py --matrix: "real" alone (lower bound above 0) called ~1 such step
+# a night a SHIFT on 147 unchanged rows of a confirming session (docs/statistics.md).
 SHIFT_SHARE = 0.3
 
 
@@ -160,10 +162,10 @@ def last_step(
     verdict = dec.verdict
     small = ""
     if verdict == "PASS" and dec.ci_low > 0:
-        if dec.delta >= SHIFT_SHARE * tolerance:
+        if dec.ci_low >= SHIFT_SHARE * tolerance:
             verdict = SHIFT
         else:
-            small = f" (below the {SHIFT_SHARE * tolerance:.1%} a SHIFT needs: drift)"
+            small = f" (not shown to be the {SHIFT_SHARE * tolerance:.1%} a SHIFT needs)"
     reason = (
         f"persistent step {pct(math.expm1(step))} over {len(seg)} run(s) since the change "
         f"(p {cp.p_value:.3f}): {pct(dec.delta)} vs baseline, "

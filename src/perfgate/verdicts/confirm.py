@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from perfgate.runs import RunResult
+from perfgate.stats.dist import t_quantile
 from perfgate.verdicts.single import (
     INCONCLUSIVE,
     INFRA,
@@ -53,8 +54,12 @@ class RerunPolicy:
 
     most: int  # reruns at most, each asked only while the verdict is open
     budget: bool = False  # the session's reruns within one rerun per row (perfgate.suite)
-    # an INCONCLUSIVE first rerun is followed by another, and the two are judged together
-    pool_inconclusive: bool = False
+    # A rerun contradicts a REGRESSION when it is shown within the tolerance at this share of
+    # alpha (1: its own PASS verdict), or lies wholly below the first run.
+    veto_share: float = 1.0
+    # A first rerun that neither reproduces nor contradicts is followed by another, and the
+    # two are judged together (else it leaves the row INCONCLUSIVE).
+    pool_open: bool = False
 
     @property
     def name(self) -> str:
@@ -63,8 +68,9 @@ class RerunPolicy:
 
 
 # The default where a row's verdict rests on one run (README "Confirmation on other nodes").
-AUTO = RerunPolicy(2, budget=True, pool_inconclusive=True)
+AUTO = RerunPolicy(2, budget=True, veto_share=0.1, pool_open=True)
 OFF = RerunPolicy(0)  # --confirm 0, and sessions whose verdicts rest on several runs
+MAX_RERUNS = 3  # --confirm N at most
 
 # The n-th rerun of a row, judged; or, as a string, why there is none (a replay folder
 # without it, a session whose rerun budget is spent): the reruns stop there.
@@ -123,37 +129,54 @@ def _below(confirmation: Evaluation, first: Evaluation) -> bool:
     return math.isfinite(a.ci_high) and math.isfinite(b.ci_low) and a.ci_high < b.ci_low
 
 
-def contradicts(confirmation: Evaluation, first: Evaluation) -> bool:
-    """The confirmation measured no slowdown where the first run did: a verdict other than
-    REGRESSION, INCONCLUSIVE or INFRA, or an INCONCLUSIVE interval wholly below the first's."""
+def within_at(ev: Evaluation, share: float) -> bool:
+    """The run is shown within its tolerance at share x its alpha (upper bound of the slowdown
+    at that level below the tolerance): with share 1, its own PASS or IMPROVEMENT."""
+    c = ev.comparison
+    if c is None or not (math.isfinite(c.delta) and math.isfinite(c.se) and c.delta > -1):
+        return False
+    high = math.expm1(math.log1p(c.delta) + t_quantile(1 - share * c.alpha, c.df) * c.se)
+    return high <= c.tolerance
+
+
+def contradicts(confirmation: Evaluation, first: Evaluation, share: float = 1.0) -> bool:
+    """The confirmation measured no slowdown where the first run did: shown within the
+    tolerance (a verdict other than REGRESSION, INCONCLUSIVE or INFRA; with share < 1, at
+    share x alpha), or an interval wholly below the first run's."""
     if confirmation.verdict in (REGRESSION, INFRA):
         return False
-    return confirmation.verdict != INCONCLUSIVE or _below(confirmation, first)
+    if _below(confirmation, first):
+        return True
+    if share >= 1:
+        return confirmation.verdict != INCONCLUSIVE
+    return within_at(confirmation, share)
 
 
 def settled(
-    first: Evaluation, confirmations: Sequence[Evaluation], pool_inconclusive: bool = False
+    first: Evaluation, confirmations: Sequence[Evaluation], policy: RerunPolicy | None = None
 ) -> bool:
     """No further confirmation can change the row's verdict (the reruns stop).
 
     A failed rerun (INFRA) settles nothing. The first judged rerun settles the row when it
-    contradicts the REGRESSION, and when it is INCONCLUSIVE unless pool_inconclusive (then the
-    next judged rerun settles it: the two are judged together). After a reproduced
-    REGRESSION, the first later rerun that contradicts it does.
+    contradicts the REGRESSION, and when it is open (neither reproduces nor contradicts)
+    unless the policy pools (then the next judged rerun settles it: the two are judged
+    together). After a reproduced REGRESSION, the first later rerun that contradicts it does.
     """
+    policy = policy or RerunPolicy(MAX_RERUNS)
+    share = policy.veto_share
     judged = [c for c in confirmations if c.verdict != INFRA]
     if not judged:
         return False
     if judged[0].verdict != REGRESSION:
-        if pool_inconclusive and _open(judged[0], first):
+        if policy.pool_open and _open(judged[0], first, share):
             return len(judged) >= 2
         return True
-    return any(contradicts(c, first) for c in judged[1:])
+    return any(contradicts(c, first, share) for c in judged[1:])
 
 
-def _open(rerun: Evaluation, first: Evaluation) -> bool:
-    """An INCONCLUSIVE rerun that neither reproduced nor contradicted the first run."""
-    return rerun.verdict == INCONCLUSIVE and not contradicts(rerun, first)
+def _open(rerun: Evaluation, first: Evaluation, share: float) -> bool:
+    """A rerun that neither reproduced the REGRESSION nor contradicted it."""
+    return rerun.verdict not in (REGRESSION, INFRA) and not contradicts(rerun, first, share)
 
 
 Pool = Callable[[Sequence[Evaluation]], Evaluation]  # launches of the row judged together
@@ -177,7 +200,7 @@ def confirm(
     while the verdict is not settled; a string instead says why there is no n-th rerun, and
     the reruns stop there. pool(launches) judges launches of the row together (an
     INCONCLUSIVE first run leaning slow with its rerun, with inconclusive=True; two reruns
-    after an INCONCLUSIVE one, with the policy's pool_inconclusive). same_nodes_note,
+    after an open one, with the policy's pool_open). same_nodes_note,
     excluded and flagged: as combine().
     """
     policy = policy if isinstance(policy, RerunPolicy) else RerunPolicy(policy)
@@ -189,7 +212,8 @@ def confirm(
         if isinstance(got, str):
             return combine(first, [], stopped=got, **kw)
         return combine(first, [got], pooled=pool([first, got]) if pool else None, **kw)
-    pooling = policy.pool_inconclusive and pool is not None
+    if pool is None:
+        policy = replace(policy, pool_open=False)
     reruns: list[Evaluation] = []
     stopped = None
     for n in range(1, policy.most + 1):
@@ -198,13 +222,13 @@ def confirm(
             stopped = got
             break
         reruns.append(got)
-        if settled(first, reruns, pooling):
+        if settled(first, reruns, policy):
             break
     judged = [c for c in reruns if c.verdict != INFRA]
     together = None
-    if pooling and len(judged) >= 2 and _open(judged[0], first):
+    if policy.pool_open and len(judged) >= 2 and _open(judged[0], first, policy.veto_share):
         together = pool(judged[:2])  # type: ignore[misc]
-    return combine(first, reruns, stopped=stopped, together=together, **kw)
+    return combine(first, reruns, stopped=stopped, together=together, policy=policy, **kw)
 
 
 def combine(
@@ -217,6 +241,7 @@ def combine(
     flagged: Collection[str] = (),
     stopped: str | None = None,
     together: Evaluation | None = None,
+    policy: RerunPolicy | None = None,
 ) -> Evaluation:
     """The row's verdict from its first run and its confirmation runs (see the module doc).
 
@@ -225,9 +250,12 @@ def combine(
     run and the confirmation together (an INCONCLUSIVE leaning slow): its verdict is the row's.
     flagged: the nodes `perfgate nodes` flags (evidence against a first run's nodes:
     perfgate.verdicts.suspects). stopped: why the reruns stopped before the verdict settled.
-    together: the first two judged reruns judged together, after the first was INCONCLUSIVE
-    (--confirm auto): a REGRESSION reproduces it, a PASS contradicts it.
+    together: the first two judged reruns judged together, after the first was open
+    (--confirm auto): a REGRESSION reproduces it, a PASS contradicts it. policy: how strict a
+    contradiction is (its veto_share; default: a rerun's own PASS).
     """
+    policy = policy or RerunPolicy(MAX_RERUNS)
+    share = policy.veto_share
     if not confirmations and stopped is None:
         return first
     info: dict[str, Any] = {
@@ -251,7 +279,7 @@ def combine(
             + "; ".join(f"{_job(c)} failed ({c.cause})" for c in failed)
             + ": the first run's verdict stands"
         )
-    if stopped and not settled(first, confirmations):
+    if stopped and not settled(first, confirmations, policy):
         notes.append(f"no further confirmation: {stopped}")
     keep = {"confirmation": info, "confirmed_by": tuple(confirmations), "notes": tuple(notes)}
     if not judged:
@@ -263,16 +291,16 @@ def combine(
         return replace(pooled, message=message, result=first.result, **keep)
     if together is not None:
         return _together(first, judged[:2], together, where, flagged, info, keep, same_nodes_note)
-    vetoes = [c for c in judged[1:] if contradicts(c, first)]
+    vetoes = [c for c in judged[1:] if contradicts(c, first, share)]
     if judged[0].verdict == REGRESSION and not vetoes:
         shown = ", ".join(f"{_delta(c)} ({_job(c)})" for c in judged if c.verdict == REGRESSION)
         more = [c for c in judged[1:] if c.verdict != REGRESSION]
         tail = "; not contradicted by " + ", ".join(
-            f"{_delta(c)} ({c.verdict}, {_job(c)})" for c in more
+            f"{_delta(c)} ({_unsure(c, share)}, {_job(c)})" for c in more
         ) if more else ""  # fmt: skip
         return replace(first, message=f"{first.message}; reproduced {where}: {shown}{tail}", **keep)
     contra = judged[0] if judged[0].verdict != REGRESSION else vetoes[0]
-    if contra.verdict == INCONCLUSIVE and not _below(contra, first):
+    if not contradicts(contra, first, share):
         verdict, what = INCONCLUSIVE, "neither reproduced nor contradicted it"
         blame = ""
     else:
@@ -286,6 +314,15 @@ def combine(
     # The row keeps its first run's numbers (what the report plots as tonight's run); the
     # confirmation's are in `confirmed_by` and results.json's runs.
     return replace(first, verdict=verdict, message=message, **keep)
+
+
+def _unsure(rerun: Evaluation, share: float) -> str:
+    """A later rerun's verdict as the message shows it: a PASS that is not shown within the
+    tolerance at share x alpha does not contradict, and says so."""
+    c = rerun.comparison
+    if rerun.verdict != "PASS" or share >= 1 or c is None:
+        return rerun.verdict
+    return f"PASS, not within {c.tolerance:.0%} at {share * c.alpha:.1%}"
 
 
 def _together(
