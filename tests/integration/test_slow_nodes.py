@@ -129,3 +129,7 @@ def test_perfgate_nodes_names_the_slow_node_after_a_few_sessions(
     assert "nodes: first runs kept off n2 (--exclude)" in out
     latest = sorted((tmp_path / "nights" / "perfgate-results" / "jobs").rglob("submitit/*.sh"))
     assert any("#SBATCH --exclude=n2" in p.read_text() for p in latest)
+    # the plan says it before anything runs: a dry run shows the list and the scripts carry it
+    _, out, _ = suite.run("--all-rows", f"--history={history}", "--dry-run", "-v")
+    assert "perfgate: first runs --exclude=n2: kept off 1 of the 1 node(s)" in out
+    assert out.count("#SBATCH --exclude=n2") == len(rows)

@@ -27,7 +27,7 @@ from perfgate.launch.avoid import exclusions
 from perfgate.runs import RunResult
 from perfgate.suite.live import LiveRunner
 from perfgate.verdicts import Evaluation
-from perfgate.verdicts.confirm import RerunPolicy, confirm, wants_confirmation
+from perfgate.verdicts.confirm import Rerun, RerunPolicy, confirm, wants_confirmation
 
 SAME_NODE = "local executor: the confirmation ran on the same node (no other nodes)"
 
@@ -144,15 +144,16 @@ class Confirmer:
                     return queued
             return self.judge(row, self.runner.confirmation(row, n, self.started[row.id]))
 
-        return confirm(
+        return settle(
+            row,
             first,
             rerun,
+            self.judge,
             self.policy,
-            inconclusive=self.inconclusive,
-            pool=lambda launches: self.judge(row, together(launches)),
+            self.inconclusive,
+            self.flagged,
             same_nodes_note=note,
             excluded=self.started[row.id],
-            flagged=self.flagged,
         )
 
 
@@ -160,3 +161,29 @@ def together(launches: Sequence[Evaluation]) -> RunResult:
     """The first launch's result with every launch's runs: the row judged on them together."""
     results = [ev.result for ev in launches if ev.result is not None]
     return replace(results[0], runs=tuple(run for r in results for run in r.runs))
+
+
+def settle(
+    row: Row,
+    first: Evaluation,
+    rerun: Rerun,
+    judge: Judge,
+    policy: RerunPolicy,
+    inconclusive: bool,
+    flagged: Sequence[str],
+    *,
+    same_nodes_note: str | None = None,
+    excluded: Sequence[str] = (),
+) -> Evaluation:
+    """A row's verdict after its reruns, live or replayed (perfgate.verdicts.confirm.confirm,
+    with launches judged together by the session's judge)."""
+    return confirm(
+        first,
+        rerun,
+        policy,
+        inconclusive=inconclusive,
+        pool=lambda launches: judge(row, together(launches)),
+        same_nodes_note=same_nodes_note,
+        excluded=excluded,
+        flagged=flagged,
+    )

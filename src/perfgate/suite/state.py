@@ -31,12 +31,11 @@ from perfgate.report.environment import environment
 from perfgate.rowrecord import RowRecord
 from perfgate.runs import RunResult
 from perfgate.suite import avoiding, matrix, preflight, records, replay, updates
-from perfgate.suite.confirming import Confirmer, together
+from perfgate.suite.confirming import Confirmer, settle
 from perfgate.suite.live import LiveRunner, say, terminal_display
 from perfgate.suite.recording import HistoryRecorder
 from perfgate.suite.settings import Settings
 from perfgate.verdicts import Evaluation
-from perfgate.verdicts.confirm import confirm
 from perfgate.verdicts.paired import evaluate_ab
 from perfgate.verdicts.pairs_rule import PairsRule
 from perfgate.workload import validate
@@ -292,9 +291,8 @@ class PerfgateState:
     def _confirm_replayed(
         self, row: Row, first: Evaluation, reruns: Sequence[Sequence[Path]]
     ) -> Evaluation:
-        """A replayed row with its confirm-<n> folders, settled by the loop a live session
-        uses (perfgate.verdicts.confirm.confirm): the reruns a live session would have asked
-        for, up to --confirm, read in order of n."""
+        """A replayed row with its confirm-<n> folders, settled as a live session settles its
+        reruns (perfgate.suite.confirming.settle): read in order of n, up to --confirm."""
 
         def rerun(n: int) -> Evaluation | str:
             if n > len(reruns):
@@ -302,14 +300,8 @@ class PerfgateState:
             return self.judge(row, replay.load(row, reruns[n - 1]))
 
         s = self.settings
-        return confirm(
-            first,
-            rerun,
-            s.confirm,
-            inconclusive=s.confirm_inconclusive,
-            pool=lambda launches: self.judge(row, together(launches)),
-            flagged=self.recorder.slow_nodes(),
-        )
+        flagged = self.recorder.slow_nodes()
+        return settle(row, first, rerun, self.judge, s.confirm, s.confirm_inconclusive, flagged)
 
     def _night(self, row: Row) -> dict[str, Evaluation | str]:
         """--fdr: every row of the session judged (once, at the first test), then the
