@@ -107,6 +107,33 @@ def _veto1(first, launch, pool, flagged):
     return _as(first, "UNCONFIRMED") if contradicts(launch(1), first) else first
 
 
+def _lean(p_max: float) -> Policy:
+    """auto, and an INCONCLUSIVE first run with p(slower) <= p_max rerun too: a REGRESSION
+    only when its reruns reproduce one (the first run itself is never pooled in)."""
+
+    def policy(first, launch, pool, flagged):
+        if first.verdict == "REGRESSION":
+            return confirm(first, launch, AUTO, pool=pool, flagged=flagged)
+        as_if = replace(first, verdict="REGRESSION")
+        ev = confirm(as_if, launch, AUTO, pool=pool, flagged=flagged)
+        return _as(first, "REGRESSION") if ev.verdict == "REGRESSION" else first
+
+    return policy
+
+
+LEAN = {"auto+lean 5%": 0.05, "auto+lean 1%": 0.01}  # policies that rerun such rows too
+
+
+def _wants(name: str, first: verdicts.Evaluation) -> bool:
+    if wants_confirmation(first):
+        return True
+    c = first.comparison
+    return (
+        name in LEAN and first.verdict == "INCONCLUSIVE" and c is not None
+        and c.delta > 0 and c.p_slower <= LEAN[name]
+    )  # fmt: skip
+
+
 # name -> (what it does, policy); "confirm N" and "auto" are the suite's own rules
 POLICIES: dict[str, tuple[str, Policy]] = {
     "confirm 0": ("no rerun", lambda first, launch, pool, flagged: first),
@@ -134,6 +161,8 @@ POLICIES: dict[str, tuple[str, Policy]] = {
         _pooled(True),
     ),
     "veto 1": ("one rerun, which may only veto", _veto1),
+    "auto+lean 5%": ("auto; an INCONCLUSIVE first run with p(slower) <= 5% rerun too", _lean(0.05)),
+    "auto+lean 1%": ("auto; an INCONCLUSIVE first run with p(slower) <= 1% rerun too", _lean(0.01)),
 }
 
 
@@ -271,7 +300,7 @@ def judge_night(
             asked[0] = max(asked[0], n)
             return launch(n)
 
-        if name == "confirm 0" or not wants_confirmation(first):
+        if name == "confirm 0" or not _wants(name, first):
             night_row.final[name], night_row.used[name] = first, 0
             continue
         night_row.final[name] = POLICIES[name][1](first, counted, pool, flag_set)

@@ -7,7 +7,7 @@ nothing. So nodes are named only on evidence (README "Confirmation on other node
 
 - the first run used nodes `perfgate nodes` flags in the history: those nodes;
 - else the first run was slower than the rerun that contradicted it by more than the noise:
-  log(first / rerun) beyond the one-sided t quantile at a tenth of the row's alpha
+  log(first / rerun) beyond the one-sided t quantile at a hundredth of the row's alpha
   (NAMING_SHARE), with the standard error of a difference of two launches (2 sigma^2 of the
   row's run-to-run sigma, plus each run's within-run error; the reference cancels). Then the
   first run's nodes no rerun ran on, the node of its slowest rank first when the straggler
@@ -25,12 +25,15 @@ from perfgate.runs import RunResult
 from perfgate.stats.dist import t_quantile
 from perfgate.verdicts.single import Evaluation
 
-# Naming a node is an accusation: it needs ten times the evidence of a verdict. A first run
-# that was REGRESSION without a slow node is already a tail draw of the row's noise (it was
-# picked for being high), so at the verdict's own alpha about a quarter of such runs would
-# still look slower than their rerun; at a tenth of it, a few in a hundred. Measured on
-# scripts/evaluate_detector.py --matrix (docs/statistics.md: UNCONFIRMED naming a node).
-NAMING_SHARE = 0.1
+# Naming a node is an accusation: it needs far more evidence than a verdict. A first run that
+# was a REGRESSION without a slow node is already a tail draw of the row's noise (it was picked
+# for being high), so at the verdict's own alpha about a quarter of such runs would still look
+# slower than their rerun, and at a tenth of it one in ten did (scripts/evaluate_detector.py
+# --matrix, cluster model, where first runs are kept off the slow nodes and every UNCONFIRMED
+# follows a healthy first run); at a hundredth, none of those did, while most first runs that
+# were really slow by 3% or more still stand out (docs/statistics.md: which nodes an
+# UNCONFIRMED names).
+NAMING_SHARE = 0.01
 
 
 @dataclass(frozen=True)
