@@ -121,17 +121,12 @@ def _lean(p_max: float) -> Policy:
     return policy
 
 
-LEAN = {"auto+lean 5%": 0.05, "auto+lean 1%": 0.01}  # policies that rerun such rows too
+# policies that also rerun an INCONCLUSIVE first run leaning slow: p(slower) at most this
+LEAN = {"auto": AUTO.lean_p, "auto+lean 5%": 0.05, "auto+lean 3%": 0.03, "auto+lean 2%": 0.02}
 
 
 def _wants(name: str, first: verdicts.Evaluation) -> bool:
-    if wants_confirmation(first):
-        return True
-    c = first.comparison
-    return (
-        name in LEAN and first.verdict == "INCONCLUSIVE" and c is not None
-        and c.delta > 0 and c.p_slower <= LEAN[name]
-    )  # fmt: skip
+    return wants_confirmation(first, lean_p=LEAN.get(name)) is not None
 
 
 # name -> (what it does, policy); "confirm N" and "auto" are the suite's own rules
@@ -162,7 +157,8 @@ POLICIES: dict[str, tuple[str, Policy]] = {
     ),
     "veto 1": ("one rerun, which may only veto", _veto1),
     "auto+lean 5%": ("auto; an INCONCLUSIVE first run with p(slower) <= 5% rerun too", _lean(0.05)),
-    "auto+lean 1%": ("auto; an INCONCLUSIVE first run with p(slower) <= 1% rerun too", _lean(0.01)),
+    "auto+lean 3%": ("auto; an INCONCLUSIVE first run with p(slower) <= 3% rerun too", _lean(0.03)),
+    "auto+lean 2%": ("auto; an INCONCLUSIVE first run with p(slower) <= 2% rerun too", _lean(0.02)),
 }
 
 

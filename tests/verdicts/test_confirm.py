@@ -382,3 +382,36 @@ def test_auto_judges_two_reruns_together_after_an_inconclusive_one(row, launches
         assert ev.message.endswith(
             "not contradicted by +3.5% (PASS, not within 5% at 0.1%, job n on n6)"
         )
+
+
+def test_a_leaning_inconclusive_run_is_a_regression_only_when_its_reruns_reproduce_one(
+    row, launches
+) -> None:
+    from perfgate.verdicts.confirm import AUTO
+
+    lean = AUTO  # --confirm auto reruns an INCONCLUSIVE run whose p of slower is <= 2 alpha
+    first = launches["INCONCLUSIVE"]  # +5.0%, an interval of +1%..+9%
+    assert AUTO.lean_p == 0.02 and first.comparison.p_slower <= 0.02
+    assert wants_confirmation(first) is None
+    assert wants_confirmation(first, lean_p=0.02).startswith("INCONCLUSIVE leaning slow (+5.0%")
+    unsure = replace(first, comparison=replace(first.comparison, delta=0.01))
+    assert unsure.comparison.p_slower > 0.02 and wants_confirmation(unsure, lean_p=0.02) is None
+    offer = {"yes": ["REGRESSION", "REGRESSION"], "no": ["PASS"]}
+
+    def run(which: str):
+        return confirm(first, lambda n: launches[offer[which][n - 1]], lean)
+
+    yes = run("yes")
+    assert yes.verdict == "REGRESSION" and len(yes.confirmed_by) == 2
+    assert yes.message.startswith(
+        f"{row.id}: REGRESSION: the first run was +5.0% slower than the baseline, INCONCLUSIVE "
+        "alone (job i on n3); reruns on other nodes reproduced a slowdown: +5.8% (job r on n2)"
+    )
+    assert yes.confirmation["runs"][0]["verdict"] == "INCONCLUSIVE"
+    no = run("no")
+    assert no.verdict == "INCONCLUSIVE" and len(no.confirmed_by) == 1
+    assert no.message.endswith(
+        "; reruns on other nodes did not reproduce a slowdown: +0.0% (PASS, job p on n5)"
+    )
+    # without lean_p (--confirm N), an INCONCLUSIVE first run asks for nothing
+    assert confirm(first, lambda n: pytest.fail("no rerun"), replace(AUTO, lean_p=None)) is first

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -136,6 +137,10 @@ def noise(
     return kept_ss, kept_df, cps
 
 
+def _mean(xs: Sequence[float]) -> float:
+    return sum(xs) / len(xs)
+
+
 def last_step(
     xs: Sequence[float],
     cps: Sequence[ChangePoint],
@@ -147,19 +152,26 @@ def last_step(
     df: float,
     tolerance: float,
     alpha: float = ALPHA,
+    robust: bool = False,
 ) -> Step | None:
     """The last change point, judged against the baseline, when it is an upward step that
-    started at or after index `after` (the first point after the baseline was stored)."""
+    started at or after index `after` (the first point after the baseline was stored).
+
+    robust: each segment's level is its median (its variance pi/2 times the mean's), for
+    sessions that confirm one-launch REGRESSIONs: a slow launch or two among a few nights is
+    the reruns' to judge, not a step of the row (as the history's noise clips them)."""
     if not cps:
         return None
     cp = cps[-1]
     before_start = cps[-2].index if len(cps) > 1 else 0
     seg, prev = xs[cp.index :], xs[before_start : cp.index]
-    step = sum(seg) / len(seg) - sum(prev) / len(prev)
+    level = statistics.median if robust else _mean
+    step = level(seg) - level(prev)
     if cp.index < after or step <= 0:
         return None
-    d = sum(seg) / len(seg) - baseline_log
-    se = sigma * math.sqrt(1 / len(seg) + 1 / n_baseline)
+    d = level(seg) - baseline_log
+    spread = math.pi / 2 if robust else 1.0
+    se = sigma * math.sqrt(spread / len(seg) + 1 / n_baseline)
     dec = decide(d, se, df, tolerance, alpha, lambda: "more nights will tell", compare.RULE)
     verdict = dec.verdict
     small = ""

@@ -102,7 +102,8 @@ class Confirmer:
         return list(avoid.nodes)
 
     def _wants(self, first: Evaluation) -> bool:
-        return bool(self.policy.most) and wants_confirmation(first, self.inconclusive) is not None
+        why = wants_confirmation(first, self.inconclusive, self.policy.lean_p)
+        return bool(self.policy.most) and why is not None
 
     def _queue(self, row: Row, n: int) -> list[str] | str:
         """Queue the n-th rerun when the budget allows: its exclude list, or why not."""

@@ -60,6 +60,9 @@ class RerunPolicy:
     # A first rerun that neither reproduces nor contradicts is followed by another, and the
     # two are judged together (else it leaves the row INCONCLUSIVE).
     pool_open: bool = False
+    # An INCONCLUSIVE first run whose one-sided p of "slower" is at most this is rerun too,
+    # and becomes a REGRESSION only when its reruns reproduce one (None: never).
+    lean_p: float | None = None
 
     @property
     def name(self) -> str:
@@ -68,7 +71,7 @@ class RerunPolicy:
 
 
 # The default where a row's verdict rests on one run (README "Confirmation on other nodes").
-AUTO = RerunPolicy(2, budget=True, veto_share=0.1, pool_open=True)
+AUTO = RerunPolicy(2, budget=True, veto_share=0.1, pool_open=True, lean_p=0.02)
 OFF = RerunPolicy(0)  # --confirm 0, and sessions whose verdicts rest on several runs
 MAX_RERUNS = 3  # --confirm N at most
 
@@ -77,15 +80,25 @@ MAX_RERUNS = 3  # --confirm N at most
 Rerun = Callable[[int], "Evaluation | str"]
 
 
-def wants_confirmation(ev: Evaluation, inconclusive: bool = False) -> str | None:
-    """Why this row's verdict needs a confirmation run, or None (one-run modes only)."""
+def wants_confirmation(
+    ev: Evaluation, inconclusive: bool = False, lean_p: float | None = None
+) -> str | None:
+    """Why this row's verdict needs a confirmation run, or None (one-run modes only).
+
+    inconclusive: an INCONCLUSIVE run leaning slow too (--confirm-inconclusive); lean_p: one
+    whose p of "slower" is at most this (the rerun policy's lean_p)."""
     if ev.mode not in ("stored", "history") or ev.comparison is None:
         return None
     if ev.verdict == REGRESSION:
         return "REGRESSION on one launch"
     delta = ev.comparison.delta
-    if inconclusive and ev.verdict == INCONCLUSIVE and math.isfinite(delta) and delta > 0:
+    if ev.verdict != INCONCLUSIVE or not (math.isfinite(delta) and delta > 0):
+        return None
+    if inconclusive:
         return f"INCONCLUSIVE leaning slow ({delta:+.1%})"
+    p = ev.comparison.p_slower
+    if lean_p is not None and p <= lean_p:
+        return f"INCONCLUSIVE leaning slow ({delta:+.1%}, p {p:.3f} <= {lean_p:g})"
     return None
 
 
@@ -204,10 +217,10 @@ def confirm(
     excluded and flagged: as combine().
     """
     policy = policy if isinstance(policy, RerunPolicy) else RerunPolicy(policy)
-    if policy.most < 1 or wants_confirmation(first, inconclusive) is None:
+    if policy.most < 1 or wants_confirmation(first, inconclusive, policy.lean_p) is None:
         return first
     kw = {"same_nodes_note": same_nodes_note, "excluded": excluded, "flagged": flagged}
-    if first.verdict != REGRESSION:  # INCONCLUSIVE leaning slow: both runs judged together
+    if first.verdict != REGRESSION and inconclusive:  # --confirm-inconclusive: both runs
         got = rerun(1)
         if isinstance(got, str):
             return combine(first, [], stopped=got, **kw)
@@ -228,7 +241,38 @@ def confirm(
     together = None
     if policy.pool_open and len(judged) >= 2 and _open(judged[0], first, policy.veto_share):
         together = pool(judged[:2])  # type: ignore[misc]
+    if first.verdict != REGRESSION:  # leaning INCONCLUSIVE: only its reruns can make it one
+        return _leaning(first, reruns, together, stopped, policy, kw)
     return combine(first, reruns, stopped=stopped, together=together, policy=policy, **kw)
+
+
+def _leaning(
+    first: Evaluation,
+    reruns: Sequence[Evaluation],
+    together: Evaluation | None,
+    stopped: str | None,
+    policy: RerunPolicy,
+    kw: dict[str, Any],
+) -> Evaluation:
+    """An INCONCLUSIVE first run leaning slow, after its reruns: settled as a REGRESSION's
+    would be; a REGRESSION when they reproduce one, else INCONCLUSIVE as it was."""
+    as_if = replace(first, verdict=REGRESSION)
+    ev = combine(as_if, reruns, stopped=stopped, together=together, policy=policy, **kw)
+    where = "on the same node" if kw["same_nodes_note"] else "on other nodes"
+    assert ev.confirmation is not None
+    ev.confirmation["runs"][0]["verdict"] = first.verdict
+    if ev.verdict == REGRESSION:
+        shown = ", ".join(f"{_delta(c)} ({_job(c)})" for c in ev.confirmed_by if c.verdict != INFRA)
+        message = (
+            f"{first.row.id}: REGRESSION: the first run was {_delta(first)} slower than the "
+            f"baseline, INCONCLUSIVE alone ({_job(first)}); reruns {where} reproduced a "
+            f"slowdown: {shown}"
+        )
+        return replace(ev, message=message)
+    judged = [c for c in ev.confirmed_by if c.verdict != INFRA]
+    said = ", ".join(f"{_delta(c)} ({c.verdict}, {_job(c)})" for c in judged) or "none judged"
+    message = f"{first.message}; reruns {where} did not reproduce a slowdown: {said}"
+    return replace(ev, verdict=first.verdict, message=message)
 
 
 def combine(

@@ -124,6 +124,7 @@ def judge(
         df=comp.df,
         tolerance=tolerance,
         alpha=noise.alpha,
+        robust=noise.confirming,
     )
     if step is None:
         return Judged(comp.verdict, "stored", comp, info)
