@@ -304,10 +304,12 @@ def _statistics(g: pytest.OptionGroup) -> None:
         default=None,
         help="rerun a one-run REGRESSION on other nodes (Slurm --exclude of the row's nodes "
         "tonight and of the nodes `perfgate nodes` flags). auto (the default for one run per "
-        "row): a rerun that must reproduce it, then, when it did, a second that may veto it, "
-        "the session's reruns within one per row (the plan's 'up to'); N: up to N reruns per "
-        "row, the first must reproduce, each later may veto (counted N times 'up to'); 0: off. "
-        "A REGRESSION not reproduced passes as UNCONFIRMED",
+        "row): a rerun shown within tolerance at alpha/10 contradicts it; one that reproduces "
+        "it gets a second that may contradict it; any other rerun gets a second, both judged "
+        "together; an INCONCLUSIVE run with p(slower) <= 2 alpha is rerun too; the session's "
+        "reruns within one per row (the plan's 'up to'). N: up to N reruns per row, the first "
+        "must reproduce, each later may contradict (counted N times 'up to'); 0: off. A "
+        "REGRESSION not reproduced passes as UNCONFIRMED",
     )
     g.addoption(
         "--confirm-inconclusive",
