@@ -183,7 +183,7 @@ def test_results_and_history_keep_both_runs_with_their_own_jobs_and_nodes(
 
     page = detail_html(rec)
     assert "<td>confirmation 1</td><td>PASS</td>" in page and "<td>n40, n41</td>" in page
-    assert "reruns kept off: n17, n18; suspect nodes: n17, n18 (the first run +4.3% vs the " in page
+    assert "reruns kept off: n17, n18; suspect nodes: n17, n18 (the first run +4.5% vs the " in page
     assert "rerun, beyond the noise bound 3.2%)" in page  # why they are named
     assert "Ran as job 101 on n17, n18" in page
     runs = runs_from_record(rec)
