@@ -139,11 +139,12 @@ POLICIES: dict[str, tuple[str, Policy]] = {
     ),
     "auto": (
         "--confirm auto: a rerun shown within tolerance at alpha/10 vetoes; a reproduced "
-        "REGRESSION gets a second that may veto; any other rerun a second, both judged together",
+        "REGRESSION gets a second that may veto; any other rerun a second, both judged "
+        "together; an INCONCLUSIVE first run with p(slower) <= 2% is rerun too",
         _suite(AUTO),
     ),
     "auto with PASS vetoes": (
-        "auto with a rerun's own PASS as the veto",
+        "as auto, but a rerun's own PASS vetoes, and no INCONCLUSIVE first run is rerun",
         _suite(RerunPolicy(2, pool_open=True)),
     ),
     "every 3": ("a second rerun when the first reproduced, which must reproduce too", _every),
@@ -156,7 +157,7 @@ POLICIES: dict[str, tuple[str, Policy]] = {
         _pooled(True),
     ),
     "veto 1": ("one rerun, which may only veto", _veto1),
-    "auto+lean 5%": ("auto; an INCONCLUSIVE first run with p(slower) <= 5% rerun too", _lean(0.05)),
+    "auto+lean 5%": ("as auto, an INCONCLUSIVE first run with p(slower) <= 5% rerun", _lean(0.05)),
     "auto+lean 3%": ("auto; an INCONCLUSIVE first run with p(slower) <= 3% rerun too", _lean(0.03)),
     "auto+lean 2%": ("auto; an INCONCLUSIVE first run with p(slower) <= 2% rerun too", _lean(0.02)),
 }
