@@ -3,7 +3,7 @@
 
     python scripts/evaluate_detector.py --baseline-runs [--draws 2000] [--launch-cv X] [--json]
 
-Rows come from scripts/detector_matrix.py's parametric generator (warm-up, AR(1) per-step
+Rows come from scripts/detector_generator.py's parametric generator (warm-up, AR(1) per-step
 noise with phi 0..0.5, spikes, within-run drift, 50 or 100 steps, launch-to-launch noise
 0.3..1.2% per row), with the per-step CV drawn in one bin: 0.5-1%, 1-2% or 2-3%. No slow
 nodes and no history: a row's first nights. Each draw stores the row's baseline
@@ -28,7 +28,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 
-import detector_matrix as dm
+import detector_generator as gen
 import numpy as np
 
 from perfgate import verdicts
@@ -38,7 +38,7 @@ from perfgate.stats import Noise, summarize_run
 BINS = ((0.005, 0.01), (0.01, 0.02), (0.02, 0.03))  # per-step CV
 MODES = ("1-run", "1-run, no rel_se", "3-run")
 SLOWDOWNS = (0.0, 0.05, 0.08)
-TOLERANCE = dm.TOLERANCE
+TOLERANCE = gen.TOLERANCE
 SEED = 25
 CHUNKS = 4  # per bin, independently seeded (the result does not depend on --jobs)
 
@@ -61,12 +61,12 @@ def one_row(
 
     launch_cv: every row's launch-to-launch noise (None: the generator's 0.3..1.2%).
     """
-    m = replace(dm.draw_row(0, rng), cv=float(rng.uniform(*cv_bin)))
+    m = replace(gen.draw_row(0, rng), cv=float(rng.uniform(*cv_bin)))
     if launch_cv is not None:
         m = replace(m, launch_cv=launch_cv)
     stored: list[BaselineRun] = []
     while len(stored) < 3:  # a run that never got steady is not stored (as the gate does)
-        s = summarize_run(dm.run_steps(m, rng, dm._launch(m, rng)))
+        s = summarize_run(gen.run_steps(m, rng, gen.launch_effect(m, rng)))
         if s.steady:
             stored.append(BaselineRun(s.median_s, s.rel_se, job_id=f"b{len(stored)}"))
     bases = {
@@ -74,10 +74,10 @@ def one_row(
         "1-run, no rel_se": _baseline([replace(stored[0], rel_se=None)]),
         "3-run": _baseline(stored),
     }
-    steps = dm.run_steps(m, rng, dm._launch(m, rng))
+    steps = gen.run_steps(m, rng, gen.launch_effect(m, rng))
     out = {}
     for s in SLOWDOWNS:
-        result = dm._result(m, [t * (1 + s) for t in steps], ("n1",), "j1")
+        result = gen.result(m, [t * (1 + s) for t in steps], ("n1",), "j1")
         for mode, base in bases.items():
             ev = verdicts.evaluate(
                 replace(m.row, baseline=base),

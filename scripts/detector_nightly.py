@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 import numpy as np
+from detector_runs import scaled, synth_run
 
 from perfgate.catalog import Baseline, BaselineRun, Provenance
 from perfgate.history import trend
@@ -36,8 +37,6 @@ TOLERANCE = 0.05
 
 def series(t, noise, rng: np.random.Generator, step_at: int | None) -> tuple[Baseline, list]:
     """The baseline (3 runs) and NIGHTS nightly run summaries, a step from night step_at on."""
-    from evaluate_detector import scaled, synth_run  # the sibling script's run model
-
     runs = [summarize_run(list(synth_run(t, rng))) for _ in range(3 + NIGHTS)]
     eff = np.exp(noise.run_effects(3 + NIGHTS, rng))
     runs = [scaled(r, f) for r, f in zip(runs, eff, strict=True)]

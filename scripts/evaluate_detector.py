@@ -80,10 +80,10 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 import detector_baselines
+import detector_generator
 import detector_matrix
 import detector_nightly
 import numpy as np
@@ -96,6 +96,7 @@ from detector_data import (
     measure_noise,
     split_templates,
 )
+from detector_runs import Noise, Template, scaled, synth_run, warmup_end
 
 import perfgate.stats as pstats
 from perfgate.catalog import Baseline, BaselineRun, Provenance
@@ -103,18 +104,16 @@ from perfgate.history import trend
 from perfgate.launch.types import LaunchOptions
 from perfgate.stats import (
     ALPHA,
-    RunSummary,
     compare_runs,
     compare_to_baseline,
     summarize_run,
 )
 from perfgate.stats import compare as pcompare
-from perfgate.stats.priors import NAMED, NoisePrior
+from perfgate.stats.priors import NAMED
 from perfgate.verdicts.pairs_rule import judge, wants_another_pair
 
 SLOWDOWNS = (0.0, 0.01, 0.02, 0.03, 0.05, 0.08, 0.10)
 TOLERANCES = (0.02, 0.03, 0.05)
-BLOCK = 5
 LLMB_WINDOW = (35, 44)
 LLMB_TOLERANCE = 0.05
 FIXED_PAIRS = (3, 5, 8)
@@ -125,70 +124,6 @@ ORDERS = ("alternating", "abab", "random")
 CHUNKS = 8  # draws are split into this many independently seeded chunks (any --jobs)
 SEEDS = {"calibration": 20240611, "evaluation": 7}
 HISTORY_RUNS = 10  # mode history-3+10: the row's earlier nightly runs (separate jobs)
-
-
-# --- synthetic runs -----------------------------------------------------------------------
-
-
-def warmup_end(x: np.ndarray) -> int:
-    """Independent warm-up boundary: after the last early step above 1.2x the tail median."""
-    tail = np.median(x[len(x) // 2 :])
-    slow = np.nonzero(x[: len(x) // 2] > 1.2 * tail)[0]
-    return max(5, int(slow[-1]) + 1 if len(slow) else 0)
-
-
-@dataclass(frozen=True)
-class Template:
-    name: str
-    series: np.ndarray
-    warmup: int
-
-
-def synth_run(t: Template, rng: np.random.Generator) -> np.ndarray:
-    """Real warm-up verbatim, then a circular block bootstrap of the real steady part."""
-    steady = t.series[t.warmup :]
-    n, need = len(steady), len(t.series) - t.warmup
-    starts = rng.integers(0, n, size=math.ceil(need / BLOCK))
-    idx = (starts[:, None] + np.arange(BLOCK)[None, :]).ravel()[:need] % n
-    return np.concatenate([t.series[: t.warmup], steady[idx]])
-
-
-@dataclass(frozen=True)
-class Noise:
-    """Launch-effect model: pair log ratios grouped by batch (one batch = one day)."""
-
-    pair_batches: list[np.ndarray]  # for pairs in one allocation
-    run_batches: list[np.ndarray]  # for runs in separate jobs
-    alloc_cv: float
-    order: str = "alternating"  # the gate's AB BA AB ..; "abab"; "random"
-    prior: NoisePrior = NAMED["megatron-ci"]  # what the stored and history modes assume
-
-    def gate_batch(self, rng: np.random.Generator) -> np.ndarray:
-        sizes = np.array([len(b) for b in self.pair_batches], dtype=float)
-        return self.pair_batches[rng.choice(len(sizes), p=sizes / sizes.sum())]
-
-    def pair_effects(self, batch: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-        """log(candidate / baseline) launch effects of pairs 1..n in the chosen launch order.
-
-        A measured ratio is log(run 2 / run 1): it is +r when the candidate runs second
-        (AB) and -r when it runs first (BA).
-        """
-        r = rng.choice(batch, size=n)
-        if self.order == "abab":
-            return r
-        if self.order == "random":
-            return r * rng.choice([-1.0, 1.0], size=n)
-        return r * np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
-
-    def run_effects(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        pool = np.concatenate(self.run_batches)
-        r = rng.choice(pool, size=n) * rng.choice([-1.0, 1.0], size=n) / math.sqrt(2)
-        return r + (rng.normal(0, self.alloc_cv, size=n) if self.alloc_cv else 0.0)
-
-
-def scaled(s: RunSummary, factor: float) -> RunSummary:
-    """The summary of the same run with every step multiplied by factor (all are equivariant)."""
-    return replace(s, median_s=s.median_s * factor, mean_s=s.mean_s * factor, se_s=s.se_s * factor)
 
 
 # --- one simulated gate per mode ----------------------------------------------------------
@@ -561,14 +496,37 @@ def matrix(args: argparse.Namespace) -> int:
     detector_matrix.ROBUST = not args.plain_history
     seasons, nights = (1, 12) if args.quick else (args.seasons, args.nights)
     rows = 30 if args.quick else args.rows
+    primary = detector_matrix.policy_name(args.confirm)
+    policies = tuple(p.strip() for p in args.policies.split(",")) if args.policies else ()
+    unknown = [p for p in policies if p not in detector_matrix.POLICIES]
+    if unknown:
+        names = ", ".join(detector_matrix.POLICIES)
+        print(
+            f"evaluate_detector: error: --policies {unknown[0]!r}: one of {names}", file=sys.stderr
+        )
+        return 2
     res = detector_matrix.simulate(
-        seed, args.slow_nodes, rows, nights, seasons, args.confirm, args.fdr, args.jobs
+        seed,
+        args.slow_nodes,
+        rows,
+        nights,
+        seasons,
+        primary,
+        args.fdr,
+        args.jobs,
+        shape=args.shape,
+        probes=args.probes,
+        policies=policies,
+        avoid=not args.no_avoid,
     )
     res["seconds"] = round(time.perf_counter() - start, 1)
     opts = {
         "slow_nodes": args.slow_nodes,
+        "shape": args.shape,
+        "seed": seed,
         "confirm": args.confirm,
         "fdr": args.fdr,
+        "avoid": not args.no_avoid,
         "history_noise": "plain" if args.plain_history else "robust",
     }
     if args.json:
@@ -663,7 +621,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="--baseline-runs: every row's launch-to-launch noise (default: drawn 0.3..1.2%%)",
     )
-    p.add_argument("--confirm", type=int, default=1, help="--matrix: confirmation runs")
+    p.add_argument(
+        "--confirm",
+        default="auto",
+        help="--matrix: the suite's rerun policy whose verdicts the history keeps (auto, or N)",
+    )
+    p.add_argument(
+        "--policies",
+        default="",
+        help="--matrix: rerun policies also judged on the same launches, comma-separated "
+        f"({', '.join(detector_matrix.POLICIES)})",
+    )
+    p.add_argument(
+        "--shape",
+        choices=tuple(detector_generator.SHAPES),
+        default="default",
+        help="--matrix: the generator's noise shape (scripts/detector_generator.py); heavy is "
+        "held out",
+    )
+    p.add_argument(
+        "--probes", type=int, default=5, help="--matrix: slowed rows per slowdown per night"
+    )
+    p.add_argument(
+        "--no-avoid",
+        action="store_true",
+        help="--matrix: first runs not kept off the nodes perfgate nodes flags",
+    )
     p.add_argument(
         "--plain-history",
         action="store_true",

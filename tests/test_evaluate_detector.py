@@ -139,7 +139,13 @@ def test_pairs_follow_the_gates_launch_order(ed: ModuleType) -> None:
     assert ed.README_MODES[0][0] == "ab-3..8" and ("ab-3..8", 8, True) in ed.ADAPTIVE
 
 
-# --- the nightly matrix scenario (scripts/detector_matrix.py) ------------------------------
+# --- the nightly matrix scenario (scripts/detector_matrix.py, detector_generator.py) ---------
+
+
+@pytest.fixture(scope="module")
+def gen(ed: ModuleType) -> ModuleType:
+    """scripts/detector_generator.py, imported by the evaluator."""
+    return sys.modules["detector_generator"]
 
 
 @pytest.fixture(scope="module")
@@ -148,30 +154,55 @@ def dm(ed: ModuleType) -> ModuleType:
     return sys.modules["detector_matrix"]
 
 
-def test_the_matrix_generator_has_warmup_noise_spikes_and_its_cv(dm: ModuleType) -> None:
+def test_the_evaluators_modules_import_in_one_direction() -> None:
+    """No circle: evaluate_detector imports the scenario modules, none imports it back."""
+    import ast
+
+    for path in (REPO / "scripts").glob("detector_*.py"):
+        tree = ast.parse(path.read_text())
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        assert "evaluate_detector" not in names, path.name
+
+
+def test_the_matrix_generator_has_warmup_noise_spikes_and_its_cv(gen: ModuleType) -> None:
     rng = np.random.default_rng(4)
-    rows = [dm.draw_row(i, rng) for i in range(200)]
+    rows = [gen.draw_row(i, rng) for i in range(200)]
     assert all(0.005 <= r.cv <= 0.03 and 3 <= r.warmup <= 10 for r in rows)
     assert {r.nodes for r in rows} == {1, 2, 4, 8, 16, 32}
-    m = dm.RowModel(0, 2.0, 400, 1, 0.02, 0.0, 0.0, 5, 0.005)
-    x = np.array(dm.run_steps(m, rng, 1.0))
+    m = gen.RowModel(0, 2.0, 400, 1, 0.02, 0.0, 0.0, 5, 0.005)
+    x = np.array(gen.run_steps(m, rng, 1.0))
     assert x[0] > 3 * 2.0 and abs(float(np.median(x[5:])) - 2.0) < 0.02
     assert 0.015 < float(np.std(np.log(x[5:]))) < 0.025  # the row's per-step CV (+ drift)
-    spiky = dm.RowModel(0, 2.0, 4000, 1, 0.005, 0.0, 0.02, 3, 0.005)
-    y = np.array(dm.run_steps(spiky, rng, 1.0))[3:]
+    spiky = gen.RowModel(0, 2.0, 4000, 1, 0.005, 0.0, 0.02, 3, 0.005)
+    y = np.array(gen.run_steps(spiky, rng, 1.0))[3:]
     assert 0.01 < float(np.mean(y > 1.4 * 2.0)) < 0.03
 
 
+def test_the_held_out_shape_has_heavy_tailed_launches_and_bursts(gen: ModuleType) -> None:
+    rng = np.random.default_rng(6)
+    normal = gen.RowModel(0, 2.0, 50, 1, 0.01, 0.0, 0.0, 3, 0.01)
+    heavy = gen.RowModel(0, 2.0, 4000, 1, 0.005, 0.0, 0.0, 3, 0.01, shape="heavy")
+    a = np.log([gen.launch_effect(normal, rng) for _ in range(40000)])
+    b = np.log([gen.launch_effect(heavy, rng) for _ in range(40000)])
+    assert float(np.std(a)) == pytest.approx(0.01, rel=0.05)
+    assert float(np.std(b)) == pytest.approx(0.01, rel=0.15)  # the same SD ...
+    assert float(np.mean(np.abs(b) > 0.03)) > 3 * float(np.mean(np.abs(a) > 0.03))  # ... fat tails
+    y = np.array(gen.run_steps(heavy, rng, 1.0))[3:]
+    assert float(np.mean(y > 2.0 * 1.025)) > 0.02  # bursts of +3..8% (no spikes in this row)
+    assert gen.SHAPES["heavy"].cluster_nodes == 200 and gen.SHAPES["heavy"].slow_nodes == 10
+
+
 @pytest.mark.parametrize("model", ["memoryless", "cluster"])
-def test_one_launch_in_twenty_lands_on_a_slow_node(dm: ModuleType, model: str) -> None:
+def test_one_launch_in_twenty_lands_on_a_slow_node(gen: ModuleType, model: str) -> None:
     rng = np.random.default_rng(8)
-    cluster = dm.Cluster(model, rng)
-    row = dm.RowModel(0, 2.0, 50, 4, 0.01, 0.0, 0.0, 3, 0.005)
+    cluster = gen.Cluster(model, rng)
+    row = gen.RowModel(0, 2.0, 50, 4, 0.01, 0.0, 0.0, 3, 0.005)
     launches = [cluster.launch(row) for _ in range(20000)]
     slow = [f for f, _ in launches if f > 1]
     assert len(slow) / len(launches) == pytest.approx(0.05, abs=0.006)
     assert all(1.02 <= f <= 1.06 for f in slow)
-    assert all(len(nodes) == 4 for _, nodes in launches)
+    assert all(len(nodes) == 4 == len(set(nodes)) for _, nodes in launches)
     if model == "cluster":  # kept off its slow nodes, a launch is never slow
         off = set(cluster.slow)
         assert all(f == 1.0 for f, _ in (cluster.launch(row, off) for _ in range(2000)))
@@ -179,13 +210,25 @@ def test_one_launch_in_twenty_lands_on_a_slow_node(dm: ModuleType, model: str) -
 
 def test_a_short_matrix_season_confirms_and_counts(dm: ModuleType) -> None:
     rng = np.random.default_rng(2)
-    c = dm.season(rng, "memoryless", rows=20, nights=3, confirm=1, fdr=None)
+    policies = ("confirm 1", "every 3")
+    c = dm.season(rng, "memoryless", 20, 3, "confirm 2", None, probes=2, policies=policies)
     assert c["nights"] == 3 and c["row_nights"] == 60
-    assert c["false"] <= c["first_false"]  # confirmation only ever removes REGRESSIONs
-    assert c["confirmations"] >= c["first_false"]  # every first REGRESSION was confirmed
-    assert c["probe:0.08"] == 3 and c["caught:0.08"] >= 2
-    steps = dm.season(rng, "none", rows=10, nights=12, confirm=1, fdr=None, step=True)
-    assert steps["series"] == 10 and 0 <= steps["found"] <= 10
+    for p in ("confirm 2", *policies):
+        assert c[f"false:{p}"] <= c["first_false"]  # reruns only ever remove REGRESSIONs
+        assert c[f"probe:{0.08}"] == 6 and c[f"caught:0.08:{p}"] >= 4
+    # the same launches: a second rerun only ever adds GPU-hours to one rerun's
+    assert c["gpu_h_reruns:confirm 2"] >= c["gpu_h_reruns:confirm 1"] > 0
+    steps = dm.season(rng, "none", 10, 12, "confirm 1", None, step=True, probes=1)
+    assert steps["series"] == 10 and 0 <= steps["found:confirm 1"] <= 10
+
+
+def test_the_matrix_report_names_every_policy(ed: ModuleType, capsys) -> None:
+    args = ["--matrix", "--quick", "--jobs", "1", "--slow-nodes", "cluster", "--probes", "1"]
+    assert ed.main([*args, "--policies", "confirm 1"]) == 0
+    out = capsys.readouterr().out
+    assert "| confirm 1" in out and "one rerun must reproduce |" in out
+    assert "UNCONFIRMED naming nodes" in out and "SHIFT per night at no change" in out
+    assert ed.main([*args, "--policies", "nope"]) == 2
 
 
 # --- what a 1-run baseline costs by per-step CV (scripts/detector_baselines.py) --------------
@@ -210,12 +253,12 @@ def test_a_one_run_baselines_within_run_error_widens_the_comparison(ed: ModuleTy
     db = sys.modules["detector_baselines"]
     from perfgate import verdicts
 
-    dm = sys.modules["detector_matrix"]
+    dm = sys.modules["detector_generator"]
     rng = np.random.default_rng(1)
     m = db.replace(dm.draw_row(0, rng), cv=0.03, phi=0.0, spikes=0.0, steps=50)
     s = stats.summarize_run(dm.run_steps(m, rng, 1.0))
     run = db.BaselineRun(s.median_s, s.rel_se)
-    result = dm._result(m, dm.run_steps(m, rng, 1.0), ("n1",), "j")
+    result = dm.result(m, dm.run_steps(m, rng, 1.0), ("n1",), "j")
     se = {}
     for name, base in (("with", [run]), ("without", [db.replace(run, rel_se=None)])):
         row = db.replace(m.row, baseline=db._baseline(base))

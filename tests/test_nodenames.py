@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from perfgate import nodenames, notices
 from perfgate.launch import planning, slurmstate
+from perfgate.launch.executors.slurm import exclude_param
 from perfgate.launch.types import LaunchOptions
 from perfgate.logs import stepfile, stragglers
 
@@ -122,7 +123,7 @@ def _exclude(given: list, own: str | None = None) -> str | None:
     params = {"exclude": own} if own is not None else {}
     opts = LaunchOptions(executor="slurm", slurm_params=params)
     with notices.routed(lambda line: None):  # what it leaves out: test_fuzz_no_bad_name...
-        return planning.confirmation_options(opts, given).slurm_params.get("exclude")
+        return exclude_param(planning.confirmation_options(opts, given)).get("exclude")
 
 
 def test_the_confirmation_exclude_takes_host_names_only():
@@ -215,13 +216,17 @@ class _Runner:
     def nodes_of(self, row_id: str) -> list:
         return ["n3", "n1\n#SBATCH --wrap=x", 7]
 
+    def partition_nodes(self) -> None:
+        return None  # unknown: the flagged nodes are kept off reruns, uncapped
+
 
 def test_the_confirmer_keeps_a_rerun_off_host_names_only():
     from rowfactory import make_row
 
     from perfgate.suite.confirming import Confirmer
+    from perfgate.verdicts.confirm import RerunPolicy
 
     flagged = ["n9", "../../etc/passwd", "gpu[001-512]", "n7,n8"]
-    c = Confirmer(_Runner(), judge=None, confirm=1, inconclusive=False, flagged=flagged)
+    c = Confirmer(_Runner(), judge=None, policy=RerunPolicy(1), inconclusive=False, flagged=flagged)
     with notices.routed(lambda line: None):
-        assert c.exclude(make_row()) == ["n3", "n9"]
+        assert c.exclude(make_row(), 1) == ["n3", "n9"]

@@ -118,6 +118,13 @@ def main() -> int:
     )
     ap.add_argument("--crash-at", type=int, default=None)
     ap.add_argument("--crash-image", default=None, help="crash only under this PERFGATE_IMAGE")
+    ap.add_argument("--crash-label", default=None, help="crash only in launches of this label")
+    ap.add_argument(
+        "--crash-once",
+        default=None,
+        metavar="FILE",
+        help="crash only while FILE does not exist, and create it (the first such launch fails)",
+    )
     ap.add_argument("--oom-at", type=int, default=None)
     ap.add_argument("--nan-at", type=int, default=None)
     ap.add_argument("--hang-at", type=int, default=None)
@@ -146,6 +153,14 @@ def main() -> int:
 
     if args.crash_image and os.environ.get("PERFGATE_IMAGE") != args.crash_image:
         args.crash_at = None
+    if args.crash_label and os.environ.get("PERFGATE_RUN_LABEL") != args.crash_label:
+        args.crash_at = None
+    if args.crash_at is not None and args.crash_once and rank == args.fail_rank:
+        marker = Path(args.crash_once)
+        if marker.exists():
+            args.crash_at = None
+        else:
+            marker.touch()
     slow = 1.0
     node = seen["SLURMD_NODENAME"] or seen["hostname"]
     image = os.environ.get("PERFGATE_IMAGE")

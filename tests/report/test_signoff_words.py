@@ -33,7 +33,10 @@ def test_a_replay_says_it_reran_nothing_and_ran_nowhere():
 def test_a_live_session_counts_the_reruns_it_made():
     live = {**SESSION, "mode": "live", "options": {"confirm": 1, "partition": "p6"}}
     text = signoff.night_text([ONE_RUN, CONFIRMED, ONE_RUN], live)
-    assert "; a REGRESSION is rerun on other nodes (up to 1x; 1 row(s) were tonight)" in text
+    assert (
+        "; each REGRESSION was rerun on other nodes (--confirm 1: one rerun; 1 row(s) were "
+        "tonight)" in text
+    )
     assert signoff.who_when_where(live).endswith(", took 2.08 s; partition p6")
 
 

@@ -74,3 +74,50 @@ def test_a_replay_of_the_results_folder_reads_the_rerun_as_the_confirmation(suit
     shutil.rmtree(first / "confirm-1")
     suite.run(f"--replay={jobs}", "--all-rows", "--history", "off")
     assert suite.results()["rows"][flaky.id]["verdict"] == "REGRESSION"
+
+
+def test_a_failed_rerun_and_a_passing_one_settle_alike_live_and_in_replay(suite, tmp_path):
+    """--confirm 2, the first rerun fails and the second passes: UNCONFIRMED, live and in a
+    replay of the results folder (one loop, perfgate.verdicts.confirm.confirm, for both)."""
+    marker = tmp_path / "crashed-once"
+    flaky = command_row(
+        "flaky", *STEP, "--slow-label", "baseline", "--slowdown", "0.25",
+        "--crash-label", "confirm", "--crash-at", "3", "--crash-once", str(marker),
+    )  # fmt: skip
+    suite.write_rows([measured(flaky, 0.05)])
+    result = suite.run(*LOCAL, "--confirm", "2")
+    live = suite.results()["rows"][flaky.id]
+    assert live["verdict"] == "UNCONFIRMED", "\n".join(result.outlines)
+    assert [r["verdict"] for r in live["confirmation"]["runs"]] == ["REGRESSION", "INFRA", "PASS"]
+    assert any("failed" in n for n in live["notes"])
+    jobs = suite.path / "perfgate-results" / "jobs"
+    result = suite.run(f"--replay={jobs}", "--all-rows", "--history", "off", "--confirm", "2")
+    rec = suite.results()["rows"][flaky.id]
+    assert rec["verdict"] == "UNCONFIRMED", "\n".join(result.outlines)
+    runs = rec["confirmation"]["runs"]
+    assert [r["verdict"] for r in runs] == ["REGRESSION", "INFRA", "PASS"]
+    assert runs[2]["delta"] == live["confirmation"]["runs"][2]["delta"]
+
+
+def test_auto_reruns_a_reproduced_regression_once_more_within_one_rerun_per_row(suite):
+    """--confirm auto: a second rerun only when the first reproduced, and only while the
+    session's reruns stay within one per row (the plan's "up to")."""
+    fine = command_row("fine", *STEP)
+    slower = command_row("slower", *STEP)
+    suite.write_rows([measured(fine, 0.05), measured(slower, 0.04)])  # fine's test runs first
+    result = suite.run(*LOCAL)
+    out = "\n".join(result.outlines)
+    rows = suite.results()["rows"]
+    assert rows[fine.id]["verdict"] == "PASS" and rows[fine.id]["confirmation"] is None
+    rec = rows[slower.id]
+    assert rec["verdict"] == "REGRESSION", out
+    # fine passed, so its share of the budget pays for slower's second rerun
+    assert [r["verdict"] for r in rec["confirmation"]["runs"]] == ["REGRESSION"] * 3
+    assert "up to 0.3 for confirmation reruns (--confirm auto" in out
+    # alone, the row's one share is spent on its first rerun: its verdict rests on that one
+    suite.write_rows([measured(slower, 0.04)])
+    suite.run(*LOCAL)
+    alone = suite.results()["rows"][slower.id]
+    assert [r["verdict"] for r in alone["confirmation"]["runs"]] == ["REGRESSION"] * 2
+    assert alone["verdict"] == "REGRESSION"
+    assert any("rerun 2 does not fit" in n for n in alone["notes"]), alone["notes"]

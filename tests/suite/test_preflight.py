@@ -18,6 +18,7 @@ from perfgate import catalog
 from perfgate.catalog.provenance import SHIPPED_DIR
 from perfgate.errors import ConfigError
 from perfgate.suite import preflight
+from perfgate.verdicts.confirm import RerunPolicy
 
 pytest_plugins = ["pytester"]
 
@@ -53,8 +54,9 @@ def test_bare_live_session_on_the_catalog_submits_nothing(suite, monkeypatch):
     )
     assert (
         "perfgate: plan: 147 row(s), 3913 node allocation(s), 13,498.0 GPU-hours at most "
-        "(time-limit bound) + up to 13,498.0 for confirmation reruns (--confirm 1: a "
-        "REGRESSION rerun on other nodes)"
+        "(time-limit bound) + up to 13,498.0 for confirmation reruns (--confirm auto: a "
+        "REGRESSION rerun on other nodes, a second rerun only when the first reproduced it, all "
+        "reruns within one per row)"
     ) in "\n".join(result.outlines)
     assert _no_jobs(suite)
     # --all-rows is consent to the catalog, not to its GPU-hours.
@@ -281,6 +283,7 @@ def test_consent_rules_without_pytest() -> None:
     assert preflight.consent(small, **kw, ask=ask(None)) == "within --max-gpu-hours 512"
     assert len(asked) == 2
     # confirmation reruns count "up to": a 300 GPU-h plan that may rerun every row asks
-    reruns = preflight.Cost(rows=1, nodes=1, gpu_hours=300.0, confirm_gpu_hours=300.0, confirm=1)
+    one = RerunPolicy(1)
+    reruns = preflight.Cost(rows=1, nodes=1, gpu_hours=300.0, confirm_gpu_hours=300.0, confirm=one)
     assert preflight.consent(reruns, **kw, ask=ask(True)).endswith("confirmed at the terminal")
     assert asked[-1] == "perfgate: submit 1 rows, 600.0 GPU-hours? [y/N] "

@@ -15,11 +15,12 @@ from perfgate.logs import Step, StepSeries
 from perfgate.runs import Diagnosis, RunRecord, RunResult
 from perfgate.verdicts.confirm import (
     combine,
+    confirm,
     contradicts,
     settled,
-    suspects,
     wants_confirmation,
 )
+from perfgate.verdicts.suspects import suspects
 
 SERIES = "third_party_logs/together_b200_llama3.1_8b_bf16_gbs128_nemo2602.csv"
 
@@ -68,7 +69,8 @@ def test_a_slow_first_run_on_slow_nodes_is_unconfirmed_and_names_them(row, steps
     assert ev.verdict == "UNCONFIRMED" and ev.verdict in verdicts.WARN
     assert ev.message.startswith(f"{row.id}: UNCONFIRMED: the first run was +4.")
     assert "job 101 on n17,n18" in ev.message and "job 102 on n40,n41" in ev.message
-    assert ev.message.endswith("suspect nodes n17, n18")
+    assert ev.message.endswith("suspect nodes n17, n18 (the first run +4.3% vs the rerun, "
+                               "beyond the noise bound 3.2%)")  # fmt: skip
     assert ev.measured == first.measured  # tonight's numbers stay the first run's
     info = ev.confirmation
     assert info["suspect_nodes"] == ["n17", "n18"] and info["excluded"] == ["n17", "n18"]
@@ -94,7 +96,7 @@ def test_a_later_confirmation_can_veto_but_need_not_reproduce(row, steps) -> Non
     assert yes.verdict == "REGRESSION" and no.verdict == "PASS"
     ev = combine(first, [yes, no])
     assert ev.verdict == "UNCONFIRMED" and "(job 303 on n3)" in ev.message
-    assert suspects(first, [yes, no]) == ["n1"]
+    assert suspects(first, [yes, no], no).nodes == ["n1"]
     assert settled(first, [yes, no]) and not settled(first, [yes])
     # a second rerun that cannot tell (its interval overlaps the first run's) leaves it standing
     noisy = judge(row, steps, 1.05, "304", ("n4",))
@@ -182,7 +184,8 @@ def test_results_and_history_keep_both_runs_with_their_own_jobs_and_nodes(
 
     page = detail_html(rec)
     assert "<td>confirmation 1</td><td>PASS</td>" in page and "<td>n40, n41</td>" in page
-    assert "reruns kept off: n17, n18; suspect nodes: n17, n18" in page
+    assert "reruns kept off: n17, n18; suspect nodes: n17, n18 (the first run +4.5% vs the " in page
+    assert "rerun, beyond the noise bound 3.2%)" in page  # why they are named
     assert "Ran as job 101 on n17, n18" in page
     runs = runs_from_record(rec)
     assert [(r.job_id, r.nodes, r.verdict) for r in runs] == [
@@ -204,5 +207,213 @@ def test_the_slowest_ranks_node_is_named_first(row, steps) -> None:
     ev = combine(first, [judge(row, steps, 1.0, "802", ("n40",))])
     assert ev.confirmation["suspect_nodes"] == ["n18", "n17"]
     assert ev.message.endswith(
-        "suspect nodes n18, n17 (rank 12 on n18 was the slowest: Megatron straggler detector)"
+        "suspect nodes n18, n17 (rank 12 on n18 was the slowest: Megatron straggler detector; "
+        "the first run +4.5% vs the rerun, beyond the noise bound 3.2%)"
     )
+
+
+# --- the one loop of live sessions, replays and the evaluator (confirm) ---------------------
+
+
+@pytest.fixture(scope="module")
+def launches(row, steps) -> dict[str, verdicts.Evaluation]:
+    """The first run (+6%, REGRESSION) and reruns of each kind, on their own nodes."""
+    reg = judge(row, steps, 1.058, "r", ("n2",))
+    noisy = judge(row, steps, 1.05, "i", ("n3",))
+    broken = RunResult("r", "f", "FAILED", nodes=("n4",), diagnosis=Diagnosis("NCCL", "x"))
+    out = {
+        "first": judge(row, steps, 1.06, "0", ("n1",)),
+        "REGRESSION": reg,
+        "PASS": judge(row, steps, 1.0, "p", ("n5",)),
+        "INCONCLUSIVE": replace(noisy, verdict="INCONCLUSIVE",
+                                comparison=replace(noisy.comparison, ci_low=0.01, ci_high=0.09)),
+        "INFRA": verdicts.evaluate(row, broken, source="live"),
+        "NEAR": judge(row, steps, 1.035, "n", ("n6",)),  # a PASS, but not at a tenth of alpha
+    }  # fmt: skip
+    assert [out[k].verdict for k in ("first", "REGRESSION", "PASS", "INFRA")] == [
+        "REGRESSION", "REGRESSION", "PASS", "INFRA"
+    ]  # fmt: skip
+    return out
+
+
+# (reruns on offer in order, --confirm N) -> (the row's verdict, reruns asked for)
+PATHS = {
+    # one rerun
+    (("REGRESSION",), 1): ("REGRESSION", 1),
+    (("PASS",), 1): ("UNCONFIRMED", 1),
+    (("INCONCLUSIVE",), 1): ("INCONCLUSIVE", 1),
+    (("INFRA",), 1): ("REGRESSION", 1),
+    # two: a failed rerun settles nothing, the next one is asked
+    (("INFRA", "PASS"), 2): ("UNCONFIRMED", 2),
+    (("INFRA", "REGRESSION"), 2): ("REGRESSION", 2),
+    (("INFRA", "INCONCLUSIVE"), 2): ("INCONCLUSIVE", 2),
+    (("INFRA", "INFRA"), 2): ("REGRESSION", 2),
+    # the first judged rerun must reproduce; a later one may only veto
+    (("REGRESSION", "PASS"), 2): ("UNCONFIRMED", 2),
+    (("REGRESSION", "REGRESSION"), 2): ("REGRESSION", 2),
+    (("REGRESSION", "INCONCLUSIVE"), 2): ("REGRESSION", 2),
+    (("REGRESSION", "INFRA"), 2): ("REGRESSION", 2),
+    (("PASS", "REGRESSION"), 2): ("UNCONFIRMED", 1),
+    (("INCONCLUSIVE", "REGRESSION"), 2): ("INCONCLUSIVE", 1),
+    # three
+    (("REGRESSION", "INFRA", "PASS"), 3): ("UNCONFIRMED", 3),
+    (("REGRESSION", "INCONCLUSIVE", "PASS"), 3): ("UNCONFIRMED", 3),
+    (("REGRESSION", "REGRESSION", "REGRESSION"), 3): ("REGRESSION", 3),
+    (("REGRESSION", "PASS", "REGRESSION"), 3): ("UNCONFIRMED", 2),
+    (("INFRA", "REGRESSION", "PASS"), 3): ("UNCONFIRMED", 3),
+    (("INFRA", "INFRA", "PASS"), 3): ("UNCONFIRMED", 3),
+}
+
+
+@pytest.mark.parametrize(("offered", "most"), list(PATHS), ids=lambda x: str(x))
+def test_every_path_of_reruns_settles_one_way(launches, offered, most) -> None:
+    """confirm() asks for reruns only while the verdict is open, in any order of outcomes."""
+    asked: list[int] = []
+
+    def rerun(n: int):
+        asked.append(n)
+        return launches[offered[n - 1]]
+
+    ev = confirm(launches["first"], rerun, most)
+    verdict, reruns = PATHS[offered, most]
+    assert (ev.verdict, len(asked)) == (verdict, reruns)
+    assert asked == list(range(1, reruns + 1))
+    assert [r["verdict"] for r in ev.confirmation["runs"][1:]] == list(offered[:reruns])
+    assert ev.verdict != "UNCONFIRMED" or "UNCONFIRMED" in ev.message
+
+
+def test_reruns_that_are_not_there_stop_the_loop_and_say_why(launches) -> None:
+    """A replay without confirm-2/ (or a session out of rerun budget) keeps what it has."""
+    first, reg = launches["first"], launches["REGRESSION"]
+    ev = confirm(first, lambda n: reg if n == 1 else "no confirm-2/ folder", 2)
+    assert ev.verdict == "REGRESSION" and ev.confirmation["stopped"] == "no confirm-2/ folder"
+    assert "no further confirmation: no confirm-2/ folder" in ev.notes
+    none = confirm(first, lambda n: "the rerun budget is spent", 2)
+    assert none.verdict == "REGRESSION" and none.confirmed_by == ()
+    assert any("the rerun budget is spent" in n for n in none.notes)
+    assert confirm(first, lambda n: reg, 0) is first  # --confirm 0: nothing asked
+    ok = launches["PASS"]
+    assert confirm(ok, lambda n: pytest.fail("a PASS asks for no rerun"), 2) is ok
+
+
+# --- which nodes an UNCONFIRMED verdict names (perfgate.verdicts.suspects) -----------------
+
+
+def test_a_first_run_within_the_noise_of_its_rerun_names_no_node(row, steps) -> None:
+    first = judge(row, steps, 1.045, "901", ("n17",))
+    close = judge(row, steps, 1.035, "902", ("n40",))  # a PASS, 1% below the first run
+    assert (first.verdict, close.verdict) == ("REGRESSION", "PASS")
+    ev = combine(first, [close])
+    assert ev.verdict == "UNCONFIRMED" and ev.confirmation["suspect_nodes"] == []
+    assert ev.message.endswith(
+        ": the slowdown did not reproduce and no node explains it (the first run +1.0% vs the "
+        "rerun, within the noise bound 3.2%, on no node perfgate nodes flags)"
+    )
+    # the same runs, with the history flagging the first run's node: it is named
+    flagged = combine(first, [close], flagged={"n17", "n99"})
+    assert flagged.confirmation["suspect_nodes"] == ["n17"]
+    assert flagged.message.endswith(": suspect nodes n17 (flagged by perfgate nodes)")
+    assert flagged.confirmation["suspects_why"] == "flagged by perfgate nodes"
+
+
+def test_the_noise_bound_of_two_launches_is_the_rows_own(row, steps) -> None:
+    from perfgate.verdicts.suspects import slower_than
+
+    first = judge(row, steps, 1.045, "911", ("n1",))
+    again = judge(row, steps, 1.0, "912", ("n2",))
+    slower, d, bound = slower_than(first, again)
+    c = first.comparison
+    se = 2 * c.sigma**2 + c.candidate[0].rel_se ** 2 + again.comparison.candidate[0].rel_se ** 2
+    from perfgate.stats.dist import t_quantile
+
+    assert slower and d == pytest.approx(0.045, abs=0.002)
+    assert bound == pytest.approx(t_quantile(0.9999, c.df) * se**0.5, rel=0.02)
+
+
+# --confirm auto: after an INCONCLUSIVE rerun a second, the two judged together
+AUTO_PATHS = {
+    ("PASS",): ("UNCONFIRMED", 1),
+    ("REGRESSION", "PASS"): ("UNCONFIRMED", 2),
+    ("REGRESSION", "REGRESSION"): ("REGRESSION", 2),
+    ("REGRESSION", "INCONCLUSIVE"): ("REGRESSION", 2),
+    ("INCONCLUSIVE", "REGRESSION"): ("REGRESSION", 2),  # +5.0% and +5.8% together
+    ("INCONCLUSIVE", "PASS"): ("UNCONFIRMED", 2),  # +5.0% and +0.0% together: within 5%
+    ("INCONCLUSIVE", "INFRA"): ("INCONCLUSIVE", 2),
+    ("INFRA", "INCONCLUSIVE"): ("INCONCLUSIVE", 2),
+    ("INFRA", "PASS"): ("UNCONFIRMED", 2),
+    # a PASS close to the tolerance neither reproduces nor contradicts: a second rerun
+    ("NEAR", "PASS"): ("UNCONFIRMED", 2),  # +3.5% and +0.0% together
+    ("NEAR", "REGRESSION"): ("REGRESSION", 2),  # +3.5% and +5.8% together
+    ("REGRESSION", "NEAR"): ("REGRESSION", 2),  # after a reproduction, it does not veto
+}
+
+
+@pytest.mark.parametrize("offered", list(AUTO_PATHS), ids=lambda x: ">".join(x))
+def test_auto_judges_two_reruns_together_after_an_inconclusive_one(row, launches, offered):
+    from perfgate.suite.confirming import together
+    from perfgate.verdicts.confirm import AUTO
+
+    asked: list[int] = []
+
+    def rerun(n: int):
+        asked.append(n)
+        return launches[offered[n - 1]]
+
+    pooled: list[list[str]] = []
+
+    def pool(evs):
+        pooled.append([e.verdict for e in evs])
+        return verdicts.evaluate(row, together(evs), source="live")
+
+    ev = confirm(launches["first"], rerun, AUTO, pool=pool)
+    assert (ev.verdict, len(asked)) == AUTO_PATHS[offered]
+    both = offered[0] in ("INCONCLUSIVE", "NEAR") and offered[1] != "INFRA"
+    shown = [launches[k].verdict for k in offered[:2]]
+    assert pooled == ([shown] if both else [])
+    if offered[:2] == ("INCONCLUSIVE", "REGRESSION"):
+        assert (
+            "; reproduced by two reruns on other nodes together (job i on n3 and job r "
+            in ev.message
+        )
+        assert "measured +5.4% (REGRESSION)" in ev.message
+    if offered[:2] == ("INCONCLUSIVE", "PASS"):
+        assert ev.message.startswith(f"{row.id}: UNCONFIRMED: the first run was +6.0%")
+        assert "but two reruns on other nodes together (job i on n3 and job p on n5)" in ev.message
+        assert "measured +2.5% (PASS)" in ev.message
+    if offered == ("REGRESSION", "NEAR"):
+        assert ev.message.endswith(
+            "not contradicted by +3.5% (PASS, not within 5% at 0.1%, job n on n6)"
+        )
+
+
+def test_a_leaning_inconclusive_run_is_a_regression_only_when_its_reruns_reproduce_one(
+    row, launches
+) -> None:
+    from perfgate.verdicts.confirm import AUTO
+
+    lean = AUTO  # --confirm auto reruns an INCONCLUSIVE run whose p of slower is <= 2 alpha
+    first = launches["INCONCLUSIVE"]  # +5.0%, an interval of +1%..+9%
+    assert AUTO.lean_p == 0.02 and first.comparison.p_slower <= 0.02
+    assert wants_confirmation(first) is None
+    assert wants_confirmation(first, lean_p=0.02).startswith("INCONCLUSIVE leaning slow (+5.0%")
+    unsure = replace(first, comparison=replace(first.comparison, delta=0.01))
+    assert unsure.comparison.p_slower > 0.02 and wants_confirmation(unsure, lean_p=0.02) is None
+    offer = {"yes": ["REGRESSION", "REGRESSION"], "no": ["PASS"]}
+
+    def run(which: str):
+        return confirm(first, lambda n: launches[offer[which][n - 1]], lean)
+
+    yes = run("yes")
+    assert yes.verdict == "REGRESSION" and len(yes.confirmed_by) == 2
+    assert yes.message.startswith(
+        f"{row.id}: REGRESSION: the first run was +5.0% slower than the baseline, INCONCLUSIVE "
+        "alone (job i on n3); reruns on other nodes reproduced a slowdown: +5.8% (job r on n2)"
+    )
+    assert yes.confirmation["runs"][0]["verdict"] == "INCONCLUSIVE"
+    no = run("no")
+    assert no.verdict == "INCONCLUSIVE" and len(no.confirmed_by) == 1
+    assert no.message.endswith(
+        "; reruns on other nodes did not reproduce a slowdown: +0.0% (PASS, job p on n5)"
+    )
+    # without lean_p (--confirm N), an INCONCLUSIVE first run asks for nothing
+    assert confirm(first, lambda n: pytest.fail("no rerun"), replace(AUTO, lean_p=None)) is first

@@ -116,7 +116,8 @@ class PostgresStore(SqlStore):
             from psycopg.rows import dict_row
         except ImportError:
             raise PerfgateError(
-                f"{self._masked}: a PostgreSQL history needs psycopg: pip install 'perfgate[postgres]'"
+                f"{self._masked}: a PostgreSQL history needs psycopg: "
+                "pip install 'perfgate[postgres]'"
             ) from None
 
         if self._con is not None and not self._con.closed:

@@ -160,6 +160,8 @@ def options(o: LaunchOptions) -> None:
             )
         owned_slurm_param(key, value)
         directive_value(f"--slurm-param {key}=", value)
+    if o.avoid_nodes:  # names from Slurm and the history: checked as any directive value
+        directive_value("--exclude=", ",".join(o.avoid_nodes))
     charset.check_name("LaunchOptions", "job_name_prefix", o.job_name_prefix)
     charset.check_name("LaunchOptions", "mpi", o.mpi)
     for flag, img in (

@@ -55,23 +55,19 @@ PINNING = ("nodelist", "w")
 
 def confirmation_options(options: LaunchOptions, exclude: Sequence[str]) -> LaunchOptions:
     """The options of a confirmation run: one launch labelled "confirm", kept off `exclude`
-    (with the user's own --slurm-param exclude) and free of node pins."""
+    (perfgate.launch.avoid: in place of the first runs' list; the user's own --slurm-param
+    exclude stays) and free of node pins."""
     params = {k: v for k, v in options.slurm_params.items() if k not in PINNING}
-    own = str(params.pop("exclude", "") or "")
-    nodes = set(nodenames.names(list(exclude), "the confirmation's --exclude", notices.warn))
-    try:  # the user's own list stays as written (a host range too); ours are added to it
-        nodes -= set(nodenames.expand(own))
-    except nodenames.BadNodes as e:  # e.g. a file name: sbatch reads it, we cannot add to it
-        notices.warn(
-            f"--slurm-param exclude={own}: not a host list ({e}): confirmations keep it as "
-            "given and cannot also be kept off the first run's nodes"
-        )
-        nodes = set()
-    value = ",".join(filter(None, (own, nodenames.exclude_value(nodes))))
-    if value and executor_for(options.executor).excludes_nodes:
-        params["exclude"] = value
+    avoid: tuple[str, ...] = ()
+    if executor_for(options.executor).excludes_nodes:
+        avoid = nodenames.names(list(exclude), "the confirmation's --exclude", notices.warn)
     return replace(
-        options, repeat=1, candidate_image=None, run_label="confirm", slurm_params=params
+        options,
+        repeat=1,
+        candidate_image=None,
+        run_label="confirm",
+        slurm_params=params,
+        avoid_nodes=avoid,
     )
 
 

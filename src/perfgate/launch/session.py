@@ -70,6 +70,8 @@ class LaunchSession:
         # (row id, job id, its state then) of every job cancel_all cancelled, in order
         self.cancelled: list[tuple[str, str, str]] = []
         self.state_path = self.results_dir / STATE_FILE
+        self._partition: list[str] | None = None  # the partition's usable nodes (sinfo)
+        self._partition_asked = False
         self._saved = self._load_state() if resume else {}
 
     # --- planning and submission -----------------------------------------------------------
@@ -148,6 +150,13 @@ class LaunchSession:
         self._save_state()
         self.pump(force=True)
         return key
+
+    def partition_nodes(self) -> list[str] | None:
+        """The usable nodes of the session's partition (asked once; None: unknown)."""
+        if not self._partition_asked:
+            self._partition_asked = True
+            self._partition = self.executor.partition_nodes(self.options.partition)
+        return self._partition
 
     def nodes_of(self, key: str) -> list[str]:
         """The nodes a finished job ran on: what the job recorded, else the scheduler's word."""

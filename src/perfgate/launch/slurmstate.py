@@ -257,3 +257,33 @@ class SlurmStates:
         self.calls += 1
         out = _run(["sacct", "-D", "-X", "-P", "-n", "-o", SACCT_FIELDS, "-j", str(job_id)])
         return sacct_records(out or "")
+
+
+# sinfo's compact states of nodes a new job cannot get (with or without a suffix: *, ~, #, ...)
+UNUSABLE = ("down", "drain", "drng", "fail", "futr", "inval", "maint", "unk", "npc", "blocked")
+
+
+def partition_nodes(sinfo_text: str, partition: str | None) -> list[str] | None:
+    """The usable nodes of a partition (None: the default one) from `sinfo -h -N -o %N|%P|%t`
+    output, in sinfo's order; None when sinfo lists no such partition. A line that is not
+    `node|partition|state` is left out."""
+    found: dict[str, None] = {}
+    seen = False
+    for line in sinfo_text.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) != 3 or not all(parts):
+            continue
+        node, part, state = parts
+        default = part.endswith("*")
+        if (partition or "") != part.rstrip("*") and not (partition is None and default):
+            continue
+        seen = True
+        if not state.lower().rstrip("*~#!%$@^-+").startswith(UNUSABLE):
+            found[node] = None
+    return list(found) if seen else None
+
+
+def query_partition_nodes(partition: str | None) -> list[str] | None:
+    """The usable nodes of the partition sinfo reports (None: sinfo failed or has none)."""
+    out = _run(["sinfo", "-h", "-N", "-o", "%N|%P|%t"])
+    return partition_nodes(out, partition) if out is not None else None

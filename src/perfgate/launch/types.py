@@ -41,6 +41,10 @@ class LaunchOptions:
     container_mounts: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)  # --env-file merged with --env
     slurm_params: dict[str, str | bool] = field(default_factory=dict)  # True: a bare flag
+    # Nodes perfgate keeps the jobs off, merged with the user's own --slurm-param exclude:
+    # the history's slow nodes for first runs, and a rerun's earlier nodes too (built by
+    # perfgate.launch.avoid.exclusions only).
+    avoid_nodes: tuple[str, ...] = ()
     steps: int = 50
     overrides: dict[str, Any] = field(default_factory=dict)  # --override path=value
     results_dir: str = "perfgate-results"

@@ -49,7 +49,12 @@ def confirmation_html(rec: RowRecord) -> str:
     if info.get("excluded"):
         notes.append(f"reruns kept off: {_nodes(list(info['excluded']))}")
     if info.get("suspect_nodes"):
-        notes.append(f"suspect nodes: {_nodes(list(info['suspect_nodes']))}")
+        why = f" ({info['suspects_why']})" if info.get("suspects_why") else ""
+        notes.append(f"suspect nodes: {_nodes(list(info['suspect_nodes']))}{why}")
+    elif info.get("suspects_why"):
+        notes.append(f"no suspect node: {info['suspects_why']}")
+    if info.get("stopped"):
+        notes.append(f"no further rerun: {info['stopped']}")
     if info.get("note"):
         notes.append(str(info["note"]))
     foot = f"<p>{escape('; '.join(notes))}</p>" if notes else ""

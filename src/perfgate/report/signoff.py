@@ -17,6 +17,7 @@ from typing import Any
 from perfgate.report import ab, provenance, table
 from perfgate.report import format as fmt
 from perfgate.report.extras import verdict_text
+from perfgate.report.nodes import nodes_text
 from perfgate.rowrecord import RowRecord
 from perfgate.stats.matrix import expected_false_alarms
 
@@ -200,6 +201,9 @@ def signoff_html(records: Sequence[Record], session: dict[str, Any] | None = Non
     night = night_text(records, session)
     if night:
         lines.append(f"<tr><th>False alarms</th><td>{escape(night)}</td></tr>")
+    nodes = nodes_text(session)
+    if nodes:
+        lines.append(f"<tr><th>Nodes</th><td>{escape(nodes)}</td></tr>")
     lines += [
         "</table>",
     ]
@@ -247,7 +251,7 @@ def night_text(records: Sequence[Record], session: dict[str, Any]) -> str | None
         return None
     opts = session.get("options") or {}
     alpha = opts.get("alpha") or 0.01
-    confirm = int(opts.get("confirm") or 0)
+    confirm = str(opts.get("confirm") or 0)
     expected, none = expected_false_alarms(m, alpha)
     runs = sorted({int((r.get("comparison") or {}).get("n_candidate") or 1) for r in judged})
     each = "one run each" if runs == [1] else f"{'/'.join(map(str, runs))} run(s) each"
@@ -257,19 +261,24 @@ def night_text(records: Sequence[Record], session: dict[str, Any]) -> str | None
         "nights)"
     )
     rerun = sum(1 for r in records if (r.get("confirmation") or {}).get("runs"))
-    if confirm and session.get("mode") == "replay":
+    if confirm not in ("0", "None") and session.get("mode") == "replay":
         # A replay reruns nothing; it reads a live session's reruns from confirm-<n>/ folders.
         text += (
             f"; {rerun} row(s) read with their reruns on other nodes from the replayed folders"
             if rerun
             else "; nothing was rerun (a replay reads reruns only from confirm-<n>/ folders)"
         )
-    elif confirm:
-        after, clean = expected_false_alarms(m, alpha ** (confirm + 1))
+    elif confirm not in ("0", "None"):
+        after, clean = expected_false_alarms(m, alpha**2)
+        how = (
+            "a second rerun when the first reproduced it, which may veto it"
+            if confirm != "1"
+            else "one rerun"
+        )
         text += (
-            f"; a REGRESSION is rerun on other nodes (up to {confirm}x; {rerun} row(s) were "
-            f"tonight), so a false one must recur there: about {after:.3f} a night if the "
-            f"reruns were independent (none on {clean:.1%} of nights)"
+            f"; each REGRESSION was rerun on other nodes (--confirm {confirm}: {how}; {rerun} "
+            f"row(s) were tonight), so a false one must recur there: about {after:.3f} a night "
+            f"if the reruns were independent (none on {clean:.1%} of nights)"
         )
     if opts.get("fdr"):
         text += (
@@ -292,6 +301,11 @@ def terminal_lines(records: Sequence[Record], session: dict[str, Any] | None = N
     night = night_text(records, session)
     if night:
         out.append(f"false alarms: {night}")
+    nodes = nodes_text(session)
+    if nodes:
+        out.append(f"nodes: {nodes}")
+    if c.get("SKIPPED"):
+        out[1] += "  (pytest -rs lists why rows were skipped)"
     if ab.signoff_summary(records):
         out.append(ab.signoff_summary(records))
     for r in table.worst_first(records):

@@ -166,6 +166,10 @@ class LiveRunner:
         )
         return key
 
+    def has(self, key: str) -> bool:
+        """Whether a job of this key (a row id, or `<row>~confirm-<n>`) was queued."""
+        return key in self._session.entries
+
     def confirmation(self, row: Row, n: int, exclude: Sequence[str]) -> RunResult:
         """The n-th confirmation run's result (queued now unless on_done queued it already)."""
         key = f"{row.id}~confirm-{n}"
@@ -176,6 +180,18 @@ class LiveRunner:
     def nodes_of(self, key: str) -> list[str]:
         """The nodes a finished job of this session ran on (its record, else accounting)."""
         return self._session.nodes_of(key)
+
+    def partition_nodes(self) -> list[str] | None:
+        """The usable nodes of the session's partition (None: unknown, or no partition)."""
+        return self._session.partition_nodes() if self.excludes_nodes else None
+
+    def planned_gpu_hours(self) -> dict[str, float]:
+        """Each row's first job's GPU-hours as planned (time-limit bound), by row id."""
+        return {
+            e.row.id: e.plan.gpu_hours
+            for key, e in self._session.entries.items()
+            if e.key is None and key == e.row.id
+        }
 
     @property
     def excludes_nodes(self) -> bool:

@@ -303,13 +303,16 @@ def _statistics(g: pytest.OptionGroup) -> None:
     )
     g.addoption(
         "--confirm",
-        metavar="N",
-        type=int,
+        metavar="auto|N",
         default=None,
-        help="a one-run REGRESSION is rerun N times on other nodes (Slurm --exclude of the "
-        "first run's nodes and of the nodes `perfgate nodes` flags) and stands only if every "
-        "rerun reproduces it; else the row passes as UNCONFIRMED, naming the suspect nodes "
-        "(default 1 for one run per row, 0: off; counted 'up to' in the plan's GPU-hours)",
+        help="rerun a one-run REGRESSION on other nodes (Slurm --exclude of the row's nodes "
+        "tonight and of the nodes `perfgate nodes` flags). auto (the default for one run per "
+        "row): a rerun shown within tolerance at alpha/10 contradicts it; one that reproduces "
+        "it gets a second that may contradict it; any other rerun gets a second, both judged "
+        "together; an INCONCLUSIVE run with p(slower) <= 2 alpha is rerun too; the session's "
+        "reruns within one per row (the plan's 'up to'). N: up to N reruns per row, the first "
+        "must reproduce, each later may contradict (counted N times 'up to'); 0: off. A "
+        "REGRESSION not reproduced passes as UNCONFIRMED",
     )
     g.addoption(
         "--confirm-inconclusive",

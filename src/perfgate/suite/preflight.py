@@ -21,6 +21,7 @@ from perfgate.catalog import Row
 from perfgate.errors import ConfigError
 from perfgate.launch.executors import executor_for
 from perfgate.launch.types import JobPlan
+from perfgate.verdicts.confirm import OFF, RerunPolicy
 
 DEFAULT_MAX_GPU_HOURS = 512.0
 SHOWN_ROWS = 3  # rows named per rejecting backend before "+N more"
@@ -130,20 +131,20 @@ class Cost:
     rows: int
     nodes: int
     gpu_hours: float  # the rows' jobs
-    confirm_gpu_hours: float = 0.0  # up to: every row rerun --confirm times on other nodes
-    confirm: int = 0
+    confirm_gpu_hours: float = 0.0  # up to: the reruns on other nodes the policy allows
+    confirm: RerunPolicy = OFF
 
     @classmethod
-    def of(cls, plans: Iterable[JobPlan], confirm: int = 0) -> Cost:
-        """The sum over the rows' plans; confirm: reruns a one-run row may need (each one
-        launch, as long as its row's job at most)."""
+    def of(cls, plans: Iterable[JobPlan], confirm: RerunPolicy = OFF) -> Cost:
+        """The sum over the rows' plans; confirm: the rerun policy (--confirm N: N reruns of
+        each one-run row, each as long as its row's job at most; auto: one, its budget)."""
         plans = list(plans)
-        reruns = sum(p.gpu_hours for p in plans if len(p.launches) == 1) * confirm
+        one_run = sum(p.gpu_hours for p in plans if len(p.launches) == 1)
         return cls(
             len(plans),
             sum(p.nodes for p in plans),
             sum(p.gpu_hours for p in plans),
-            reruns,
+            one_run * reruns_counted(confirm),
             confirm,
         )
 
@@ -157,13 +158,29 @@ class Cost:
         reruns = ""
         if self.confirm_gpu_hours:
             reruns = (
-                f" + up to {self.confirm_gpu_hours:,.1f} for confirmation reruns (--confirm "
-                f"{self.confirm}: a REGRESSION rerun on other nodes)"
+                f" + up to {self.confirm_gpu_hours:,.1f} for confirmation reruns "
+                f"({rerun_words(self.confirm)})"
             )
         return (
             f"perfgate: plan: {self.rows} row(s), {self.nodes} node allocation(s), "
             f"{self.gpu_hours:,.1f} GPU-hours at most (time-limit bound){reruns}"
         )
+
+
+def reruns_counted(confirm: RerunPolicy) -> int:
+    """How many reruns of each one-run row the plan counts as "up to": N for --confirm N,
+    one for auto (its second reruns stay within that budget: perfgate.suite.confirming)."""
+    return 1 if confirm.budget and confirm.most else confirm.most
+
+
+def rerun_words(confirm: RerunPolicy) -> str:
+    """The policy in the plan's words."""
+    if confirm.budget:
+        return (
+            "--confirm auto: a REGRESSION rerun on other nodes, a second rerun only when the "
+            "first reproduced it, all reruns within one per row"
+        )
+    return f"--confirm {confirm.most}: a REGRESSION rerun on other nodes"
 
 
 def consent(

@@ -11,16 +11,21 @@ import pytest
 
 from perfgate import verdicts
 from perfgate.catalog import Row
+from perfgate.launch.avoid import Avoid
 from perfgate.report import dryrun, results
 from perfgate.rowrecord import RowRecord
 from perfgate.secrets import recorded, redact
 from perfgate.suite.settings import Settings, repro_command
 
 
-def session_info(settings: Settings, deselected: list[str]) -> dict[str, Any]:
-    """What results.json and the report say about the session."""
+def session_info(
+    settings: Settings, deselected: list[str], avoided: Avoid | None = None
+) -> dict[str, Any]:
+    """What results.json and the report say about the session; avoided: the nodes its first
+    runs were kept off (perfgate.suite.avoiding)."""
     launch = settings.launch
     return {
+        "avoided_nodes": avoided.to_dict() if avoided is not None else None,
         "mode": settings.mode,
         "user": _user(),
         "host": socket.gethostname(),
@@ -38,7 +43,7 @@ def session_info(settings: Settings, deselected: list[str]) -> dict[str, Any]:
             "window": settings.window,
             "tolerance": settings.tolerance,
             "alpha": settings.noise.alpha,
-            "confirm": settings.confirm,
+            "confirm": settings.confirm.name,
             "confirm_inconclusive": settings.confirm_inconclusive,
             "fdr": settings.fdr,
             "overrides": launch.overrides,

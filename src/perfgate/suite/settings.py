@@ -23,6 +23,7 @@ from perfgate.launch.types import LaunchOptions
 from perfgate.secrets import MASK, is_knob, is_secret
 from perfgate.stats import priors
 from perfgate.suite.preflight import DEFAULT_MAX_GPU_HOURS
+from perfgate.verdicts.confirm import AUTO, OFF, RerunPolicy
 from perfgate.workload.overrides import parse_overrides
 
 
@@ -50,7 +51,8 @@ class Settings:
     all_rows: bool = False  # consent to the whole catalog without a selection
     max_gpu_hours: float = DEFAULT_MAX_GPU_HOURS  # above it: ask, or --yes
     yes: bool = False
-    confirm: int = 0  # confirmation runs of a one-run REGRESSION on other nodes (--confirm)
+    # reruns of a one-run REGRESSION on other nodes (--confirm auto, or N; most=0: off)
+    confirm: RerunPolicy = OFF
     confirm_inconclusive: bool = False  # also of an INCONCLUSIVE leaning slow
     fdr: float | None = None  # Benjamini-Hochberg over the session's rows (--fdr)
     env_file: str | None = None  # kept to rebuild the repro command
@@ -210,24 +212,40 @@ def _pair_counts(config: pytest.Config) -> tuple[int, int]:
 MAX_CONFIRM = 3
 
 
-def _confirmations(config: pytest.Config) -> tuple[int, bool, float | None]:
-    """(--confirm, --confirm-inconclusive, --fdr), checked. --confirm defaults to 1 where a
-    row's verdict rests on one run (not A/B pairs, not --repeat K), else 0."""
+def parse_confirm(value: str | None, several: bool) -> RerunPolicy:
+    """--confirm auto or N as a rerun policy; unset: auto where a row's verdict rests on one
+    run (not A/B pairs, not --repeat K), else off."""
+    if value is None:
+        return OFF if several else AUTO
+    text = str(value).strip().lower()
+    if text == "auto":
+        return AUTO
+    try:
+        most = int(text)
+    except ValueError:
+        raise ConfigError(
+            f"--confirm {value}: expected auto or a number of reruns 0..{MAX_CONFIRM}"
+        ) from None
+    if not 0 <= most <= MAX_CONFIRM:
+        raise ConfigError(f"--confirm {value}: must be auto or 0..{MAX_CONFIRM} reruns")
+    return RerunPolicy(most)
+
+
+def _confirmations(config: pytest.Config) -> tuple[RerunPolicy, bool, float | None]:
+    """(--confirm, --confirm-inconclusive, --fdr), checked. --confirm defaults to auto where
+    a row's verdict rests on one run (not A/B pairs, not --repeat K), else off."""
     opt = config.getoption
-    confirm, fdr = opt("confirm"), opt("fdr")
+    fdr = opt("fdr")
     several = bool(opt("candidate_image")) or (opt("repeat") or 1) > 1
-    if confirm is not None:
-        if not 0 <= confirm <= MAX_CONFIRM:
-            raise ConfigError(f"--confirm {confirm}: must be 0..{MAX_CONFIRM} reruns")
-        if confirm and several:
-            what = "--candidate-image pairs" if opt("candidate_image") else "--repeat K runs"
-            raise ConfigError(
-                f"--confirm {confirm}: a verdict on {what} already rests on several runs of one "
-                "allocation; confirmation reruns a one-run verdict"
-            )
-    confirm = (0 if several else 1) if confirm is None else confirm
-    if opt("confirm_inconclusive") and not confirm:
-        raise ConfigError("--confirm-inconclusive needs --confirm 1 or more")
+    confirm = parse_confirm(opt("confirm"), several)
+    if opt("confirm") is not None and confirm.most and several:
+        what = "--candidate-image pairs" if opt("candidate_image") else "--repeat K runs"
+        raise ConfigError(
+            f"--confirm {opt('confirm')}: a verdict on {what} already rests on several runs of "
+            "one allocation; confirmation reruns a one-run verdict"
+        )
+    if opt("confirm_inconclusive") and not confirm.most:
+        raise ConfigError("--confirm-inconclusive needs --confirm auto or 1 or more")
     if fdr is not None and not 0 < fdr < 0.5:
         raise ConfigError(f"--fdr {fdr}: expected a false discovery rate in (0, 0.5), e.g. 0.05")
     return confirm, bool(opt("confirm_inconclusive")), fdr
@@ -343,7 +361,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
         window=parse_window(opt("window")),
         tolerance=tol,
         # with confirmation on, a slow-node night is confirmed away: the history's noise clips it
-        noise=replace(noise, confirming=confirm > 0),
+        noise=replace(noise, confirming=confirm.most > 0),
         steps=steps,
         strict=strict_mode(config),
         resume=opt("resume"),

@@ -25,17 +25,18 @@ from perfgate.catalog import Row
 from perfgate.charset import for_terminal
 from perfgate.errors import PerfgateError
 from perfgate.history.trend import change_points, logs_of
+from perfgate.launch.avoid import Avoid
+from perfgate.launch.types import LaunchOptions
 from perfgate.report import dryrun, sessionfiles, signoff, table
 from perfgate.report.environment import environment
 from perfgate.rowrecord import RowRecord
 from perfgate.runs import RunResult
-from perfgate.suite import matrix, preflight, records, replay, updates
-from perfgate.suite.confirming import Confirmer
+from perfgate.suite import avoiding, matrix, preflight, records, replay, updates
+from perfgate.suite.confirming import Confirmer, settle
 from perfgate.suite.live import LiveRunner, say, terminal_display
 from perfgate.suite.recording import HistoryRecorder
 from perfgate.suite.settings import Settings
 from perfgate.verdicts import Evaluation
-from perfgate.verdicts.confirm import combine, wants_confirmation
 from perfgate.verdicts.nightly import trend_record
 from perfgate.verdicts.paired import evaluate_ab
 from perfgate.verdicts.pairs_rule import PairsRule
@@ -71,6 +72,8 @@ class PerfgateState:
             announce=lambda line: say(config, line),
         )
         self.deselected: list[str] = []  # row ids -m, -k and --gpus left out
+        self._first: tuple[LaunchOptions, Avoid | None] | None = None  # first runs' options
+        self.night_runs: list[Evaluation] = []  # each row's evaluation (tonight's node test)
 
     # --- catalog --------------------------------------------------------------------------
 
@@ -83,7 +86,7 @@ class PerfgateState:
 
     def session_info(self) -> dict[str, Any]:
         """What results.json and the report say about the session."""
-        return records.session_info(self.settings, self.deselected)
+        return records.session_info(self.settings, self.deselected, self.first_runs()[1])
 
     def report_session(self) -> dict[str, Any]:
         """The session as results.json has it (with start, end and login metadata)."""
@@ -92,6 +95,18 @@ class PerfgateState:
     def record_list(self) -> list[RowRecord]:
         """Records of the rows finished so far."""
         return list(self.records.values())
+
+    def first_runs(self) -> tuple[LaunchOptions, Avoid | None]:
+        """The options first jobs run with: kept off the history's slow nodes within the cap
+        (perfgate.suite.avoiding), and what was kept off (None: nothing)."""
+        if self._first is None:
+            s = self.settings
+            if s.mode == "replay":
+                self._first = (s.launch, None)
+            else:
+                rows = self.session_rows or []
+                self._first = avoiding.first_runs(s.launch, self.recorder.slow_nodes(), rows)
+        return self._first
 
     # --- the three modes --------------------------------------------------------------------
 
@@ -127,6 +142,9 @@ class PerfgateState:
             plans = (launch.plan(self.effective(r), s.launch) for r in rows)
             cost = preflight.Cost.of(plans, s.confirm)
             say(self.config, cost.line())
+            avoided = avoiding.plan_line(self.first_runs()[1])
+            if avoided:
+                say(self.config, avoided)
             warning = preflight.container_warning(
                 s.launch.executor, s.launch.container_runtime, s.launch.container_image
             )
@@ -168,19 +186,20 @@ class PerfgateState:
                 more = f" (and {len(why) - 1} more rows)" if len(why) > 1 else ""
                 raise pytest.UsageError(why[0] + more)
         elif s.mode == "live" and rows:
+            self._first = None  # the session's rows are known now: their largest sets the cap
             if not self.is_worker:
                 self.preflight_submit(rows)
             self.runner = LiveRunner(
-                s.launch,
+                self.first_runs()[0],
                 s.results_dir,
                 resume=s.resume,
                 announce=lambda m: say(self.config, m),
                 display=terminal_display(self.config),
                 poll_s=s.launch.poll_interval_s,
                 more_pairs_for=self.pairs_rule if s.ab else None,
-                on_done=self._on_done if s.confirm and not s.ab else None,
+                on_done=self._on_done if s.confirm.most and not s.ab else None,
             )
-            if s.confirm and not s.ab:
+            if s.confirm.most and not s.ab:
                 self.confirmer = Confirmer(
                     self.runner,
                     self.judge,
@@ -247,6 +266,7 @@ class PerfgateState:
         if isinstance(judged, str):
             info["skip_reason"] = judged
             pytest.skip(judged)
+        self.night_runs.append(judged)
         return judged
 
     def _judge_row(self, row: Row, test_id: str | None = None) -> Evaluation | str:
@@ -262,7 +282,7 @@ class PerfgateState:
             if why:  # an xdist worker's row (the controller's check is in start())
                 pytest.fail(why, pytrace=False)
             result = replay.load_launches(row, m.launches)
-            if m.confirmations and self.settings.confirm:
+            if m.confirmations and self.settings.confirm.most:
                 return self._confirm_replayed(row, self.judge(row, result), m.confirmations)
         else:
             if self.runner is None:
@@ -289,20 +309,17 @@ class PerfgateState:
     def _confirm_replayed(
         self, row: Row, first: Evaluation, reruns: Sequence[Sequence[Path]]
     ) -> Evaluation:
-        """A replayed row with its confirm-<n> folders: judged as a live session judges its
-        reruns (the ones a live session would have needed, up to --confirm)."""
-        if wants_confirmation(first, self.settings.confirm_inconclusive) is None:
-            return first
-        if first.verdict != verdicts.REGRESSION:  # INCONCLUSIVE leaning slow: both runs
-            rerun = replay.load(row, reruns[0])
-            both = replace(first.result, runs=first.result.runs + rerun.runs)  # type: ignore[union-attr]
-            return combine(first, [self.judge(row, rerun)], pooled=self.judge(row, both))
-        evs: list[Evaluation] = []
-        for files in reruns[: self.settings.confirm]:
-            evs.append(self.judge(row, replay.load(row, files)))
-            if evs[-1].verdict != verdicts.REGRESSION:
-                break
-        return combine(first, evs)
+        """A replayed row with its confirm-<n> folders, settled as a live session settles its
+        reruns (perfgate.suite.confirming.settle): read in order of n, up to --confirm."""
+
+        def rerun(n: int) -> Evaluation | str:
+            if n > len(reruns):
+                return f"the replay folder has no confirm-{n}/"
+            return self.judge(row, replay.load(row, reruns[n - 1]))
+
+        s = self.settings
+        flagged = self.recorder.slow_nodes()
+        return settle(row, first, rerun, self.judge, s.confirm, s.confirm_inconclusive, flagged)
 
     def _night(self, row: Row) -> dict[str, Evaluation | str]:
         """--fdr: every row of the session judged (once, at the first test), then the
@@ -318,7 +335,7 @@ class PerfgateState:
     def _dry_run(self, row: Row, info: dict[str, Any]) -> Evaluation:
         s = self.settings
         checked = self.check_overrides(row)
-        plan = launch.plan(row, s.launch)
+        plan = launch.plan(row, self.first_runs()[0])
         info["plan"] = plan
         # the steps the job runs: the row's own (or --steps, applied by effective()), else 50
         text = describe(row, s.launch.overrides, steps=row.steps or s.launch.steps)
@@ -394,6 +411,8 @@ class PerfgateState:
                 self.update_baselines()
         finally:  # whatever the update did, results.json ends finished
             if self.results is not None:
+                found = avoiding.tonight(self.night_runs)
+                self.results.data["session"]["slow_nodes_tonight"] = [n.to_dict() for n in found]
                 info = self.session_info()
                 self.results.finish(environment(self.record_list(), info), metadata)
                 if self.settings.mode == "dry-run":
@@ -404,9 +423,11 @@ class PerfgateState:
         recs = table.worst_first(self.record_list())
         tr.write_sep("=", f"perfgate ({self.settings.mode})")
         if self.settings.mode == "dry-run":
-            dryrun.write_summary(
-                tr, recs, verbosity, self.settings.confirm, self.settings.max_gpu_hours
-            )
+            reruns = preflight.reruns_counted(self.settings.confirm)
+            dryrun.write_summary(tr, recs, verbosity, reruns, self.settings.max_gpu_hours)
+            avoided = avoiding.plan_line(self.first_runs()[1])
+            if avoided:
+                tr.write_line(for_terminal(avoided, line=True))
         else:
             for line in signoff.terminal_lines(recs, self.report_session()):
                 tr.write_line(for_terminal(line))

@@ -30,12 +30,13 @@ the bar a third time (README, "A night of the whole matrix").
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from perfgate import nodenames
 from perfgate.runs import RunResult
+from perfgate.stats.dist import t_quantile
 from perfgate.verdicts.single import (
     INCONCLUSIVE,
     INFRA,
@@ -43,19 +44,62 @@ from perfgate.verdicts.single import (
     UNCONFIRMED,
     Evaluation,
 )
+from perfgate.verdicts.suspects import suspects
 
 SUSPECTS_SHOWN = 8  # nodes named in a message (all of them are in results.json)
 
 
-def wants_confirmation(ev: Evaluation, inconclusive: bool = False) -> str | None:
-    """Why this row's verdict needs a confirmation run, or None (one-run modes only)."""
+@dataclass(frozen=True)
+class RerunPolicy:
+    """How many reruns a one-launch REGRESSION may get (--confirm auto, or --confirm N)."""
+
+    most: int  # reruns at most, each asked only while the verdict is open
+    budget: bool = False  # the session's reruns within one rerun per row (perfgate.suite)
+    # A rerun contradicts a REGRESSION when it is shown within the tolerance at this share of
+    # alpha (1: its own PASS verdict), or lies wholly below the first run.
+    veto_share: float = 1.0
+    # A first rerun that neither reproduces nor contradicts is followed by another, and the
+    # two are judged together (else it leaves the row INCONCLUSIVE).
+    pool_open: bool = False
+    # An INCONCLUSIVE first run whose one-sided p of "slower" is at most this is rerun too,
+    # and becomes a REGRESSION only when its reruns reproduce one (None: never).
+    lean_p: float | None = None
+
+    @property
+    def name(self) -> str:
+        """What --confirm says."""
+        return "auto" if self.budget else str(self.most)
+
+
+# The default where a row's verdict rests on one run (README "Confirmation on other nodes").
+AUTO = RerunPolicy(2, budget=True, veto_share=0.1, pool_open=True, lean_p=0.02)
+OFF = RerunPolicy(0)  # --confirm 0, and sessions whose verdicts rest on several runs
+MAX_RERUNS = 3  # --confirm N at most
+
+# The n-th rerun of a row, judged; or, as a string, why there is none (a replay folder
+# without it, a session whose rerun budget is spent): the reruns stop there.
+Rerun = Callable[[int], "Evaluation | str"]
+
+
+def wants_confirmation(
+    ev: Evaluation, inconclusive: bool = False, lean_p: float | None = None
+) -> str | None:
+    """Why this row's verdict needs a confirmation run, or None (one-run modes only).
+
+    inconclusive: an INCONCLUSIVE run leaning slow too (--confirm-inconclusive); lean_p: one
+    whose p of "slower" is at most this (the rerun policy's lean_p)."""
     if ev.mode not in ("stored", "history") or ev.comparison is None:
         return None
     if ev.verdict == REGRESSION:
         return "REGRESSION on one launch"
     delta = ev.comparison.delta
-    if inconclusive and ev.verdict == INCONCLUSIVE and math.isfinite(delta) and delta > 0:
+    if ev.verdict != INCONCLUSIVE or not (math.isfinite(delta) and delta > 0):
+        return None
+    if inconclusive:
         return f"INCONCLUSIVE leaning slow ({delta:+.1%})"
+    p = ev.comparison.p_slower
+    if lean_p is not None and p <= lean_p:
+        return f"INCONCLUSIVE leaning slow ({delta:+.1%}, p {p:.3f} <= {lean_p:g})"
     return None
 
 
@@ -108,31 +152,137 @@ def slowest_node(ev: Evaluation) -> str | None:
     return node if nodenames.is_name(node) else None
 
 
-def suspects(first: Evaluation, confirmations: Sequence[Evaluation]) -> list[str]:
-    """The first run's nodes that no confirmation ran on (all of them when they are disjoint),
-    the node of its slowest rank first when its straggler reports name one."""
-    elsewhere = {n for c in confirmations for n in _nodes(c.result)}
-    nodes = [n for n in _nodes(first.result) if n not in elsewhere]
-    slow = slowest_node(first)
-    return [slow, *(n for n in nodes if n != slow)] if slow in nodes else nodes
+def within_at(ev: Evaluation, share: float) -> bool:
+    """The run is shown within its tolerance at share x its alpha (upper bound of the slowdown
+    at that level below the tolerance): with share 1, its own PASS or IMPROVEMENT."""
+    c = ev.comparison
+    if c is None or not (math.isfinite(c.delta) and math.isfinite(c.se) and c.delta > -1):
+        return False
+    high = math.expm1(math.log1p(c.delta) + t_quantile(1 - share * c.alpha, c.df) * c.se)
+    return high <= c.tolerance
 
 
-def contradicts(confirmation: Evaluation, first: Evaluation) -> bool:
-    """The confirmation measured no slowdown where the first run did: a verdict other than
-    REGRESSION, INCONCLUSIVE or INFRA, or an INCONCLUSIVE interval wholly below the first's."""
+def contradicts(confirmation: Evaluation, first: Evaluation, share: float = 1.0) -> bool:
+    """The confirmation measured no slowdown where the first run did: shown within the
+    tolerance (a verdict other than REGRESSION, INCONCLUSIVE or INFRA; with share < 1, at
+    share x alpha), or an interval wholly below the first run's."""
     if confirmation.verdict in (REGRESSION, INFRA):
         return False
-    return confirmation.verdict != INCONCLUSIVE or _below(confirmation, first)
+    if _below(confirmation, first):
+        return True
+    if share >= 1:
+        return confirmation.verdict != INCONCLUSIVE
+    return within_at(confirmation, share)
 
 
-def settled(first: Evaluation, confirmations: Sequence[Evaluation]) -> bool:
-    """No further confirmation can change the row's verdict (the session stops rerunning)."""
+def settled(
+    first: Evaluation, confirmations: Sequence[Evaluation], policy: RerunPolicy | None = None
+) -> bool:
+    """No further confirmation can change the row's verdict (the reruns stop).
+
+    A failed rerun (INFRA) settles nothing. The first judged rerun settles the row when it
+    contradicts the REGRESSION, and when it is open (neither reproduces nor contradicts)
+    unless the policy pools (then the next judged rerun settles it: the two are judged
+    together). After a reproduced REGRESSION, the first later rerun that contradicts it does.
+    """
+    policy = policy or RerunPolicy(MAX_RERUNS)
+    share = policy.veto_share
     judged = [c for c in confirmations if c.verdict != INFRA]
     if not judged:
         return False
     if judged[0].verdict != REGRESSION:
+        if policy.pool_open and _open(judged[0], first, share):
+            return len(judged) >= 2
         return True
-    return any(contradicts(c, first) for c in judged[1:])
+    return any(contradicts(c, first, share) for c in judged[1:])
+
+
+def _open(rerun: Evaluation, first: Evaluation, share: float) -> bool:
+    """A rerun that neither reproduced the REGRESSION nor contradicted it."""
+    return rerun.verdict not in (REGRESSION, INFRA) and not contradicts(rerun, first, share)
+
+
+Pool = Callable[[Sequence[Evaluation]], Evaluation]  # launches of the row judged together
+
+
+def confirm(
+    first: Evaluation,
+    rerun: Rerun,
+    policy: RerunPolicy | int,
+    *,
+    inconclusive: bool = False,
+    pool: Pool | None = None,
+    same_nodes_note: str | None = None,
+    excluded: Sequence[str] = (),
+    flagged: Collection[str] = (),
+) -> Evaluation:
+    """The row's verdict after the reruns its first run asks for: the one loop of a live
+    session, a replay and the evaluator.
+
+    rerun(n) is the n-th rerun judged (n = 1, 2, ... up to the policy's most), asked only
+    while the verdict is not settled; a string instead says why there is no n-th rerun, and
+    the reruns stop there. pool(launches) judges launches of the row together (an
+    INCONCLUSIVE first run leaning slow with its rerun, with inconclusive=True; two reruns
+    after an open one, with the policy's pool_open). same_nodes_note,
+    excluded and flagged: as combine().
+    """
+    policy = policy if isinstance(policy, RerunPolicy) else RerunPolicy(policy)
+    if policy.most < 1 or wants_confirmation(first, inconclusive, policy.lean_p) is None:
+        return first
+    kw = {"same_nodes_note": same_nodes_note, "excluded": excluded, "flagged": flagged}
+    if first.verdict != REGRESSION and inconclusive:  # --confirm-inconclusive: both runs
+        got = rerun(1)
+        if isinstance(got, str):
+            return combine(first, [], stopped=got, **kw)
+        return combine(first, [got], pooled=pool([first, got]) if pool else None, **kw)
+    if pool is None:
+        policy = replace(policy, pool_open=False)
+    reruns: list[Evaluation] = []
+    stopped = None
+    for n in range(1, policy.most + 1):
+        got = rerun(n)
+        if isinstance(got, str):
+            stopped = got
+            break
+        reruns.append(got)
+        if settled(first, reruns, policy):
+            break
+    judged = [c for c in reruns if c.verdict != INFRA]
+    together = None
+    if policy.pool_open and len(judged) >= 2 and _open(judged[0], first, policy.veto_share):
+        together = pool(judged[:2])  # type: ignore[misc]
+    if first.verdict != REGRESSION:  # leaning INCONCLUSIVE: only its reruns can make it one
+        return _leaning(first, reruns, together, stopped, policy, kw)
+    return combine(first, reruns, stopped=stopped, together=together, policy=policy, **kw)
+
+
+def _leaning(
+    first: Evaluation,
+    reruns: Sequence[Evaluation],
+    together: Evaluation | None,
+    stopped: str | None,
+    policy: RerunPolicy,
+    kw: dict[str, Any],
+) -> Evaluation:
+    """An INCONCLUSIVE first run leaning slow, after its reruns: settled as a REGRESSION's
+    would be; a REGRESSION when they reproduce one, else INCONCLUSIVE as it was."""
+    as_if = replace(first, verdict=REGRESSION)
+    ev = combine(as_if, reruns, stopped=stopped, together=together, policy=policy, **kw)
+    where = "on the same node" if kw["same_nodes_note"] else "on other nodes"
+    assert ev.confirmation is not None
+    ev.confirmation["runs"][0]["verdict"] = first.verdict
+    if ev.verdict == REGRESSION:
+        shown = ", ".join(f"{_delta(c)} ({_job(c)})" for c in ev.confirmed_by if c.verdict != INFRA)
+        message = (
+            f"{first.row.id}: REGRESSION: the first run was {_delta(first)} slower than the "
+            f"baseline, INCONCLUSIVE alone ({_job(first)}); reruns {where} reproduced a "
+            f"slowdown: {shown}"
+        )
+        return replace(ev, message=message)
+    judged = [c for c in ev.confirmed_by if c.verdict != INFRA]
+    said = ", ".join(f"{_delta(c)} ({c.verdict}, {_job(c)})" for c in judged) or "none judged"
+    message = f"{first.message}; reruns {where} did not reproduce a slowdown: {said}"
+    return replace(ev, verdict=first.verdict, message=message)
 
 
 def combine(
@@ -142,21 +292,34 @@ def combine(
     same_nodes_note: str | None = None,
     excluded: Sequence[str] = (),
     pooled: Evaluation | None = None,
+    flagged: Collection[str] = (),
+    stopped: str | None = None,
+    together: Evaluation | None = None,
+    policy: RerunPolicy | None = None,
 ) -> Evaluation:
     """The row's verdict from its first run and its confirmation runs (see the module doc).
 
     same_nodes_note: why the confirmations could not run on other nodes (local executor).
     excluded: the nodes the confirmations were kept off. pooled: the row judged on the first
     run and the confirmation together (an INCONCLUSIVE leaning slow): its verdict is the row's.
+    flagged: the nodes `perfgate nodes` flags (evidence against a first run's nodes:
+    perfgate.verdicts.suspects). stopped: why the reruns stopped before the verdict settled.
+    together: the first two judged reruns judged together, after the first was open
+    (--confirm auto): a REGRESSION reproduces it, a PASS contradicts it. policy: how strict a
+    contradiction is (its veto_share; default: a rerun's own PASS).
     """
-    if not confirmations:
+    policy = policy or RerunPolicy(MAX_RERUNS)
+    share = policy.veto_share
+    if not confirmations and stopped is None:
         return first
     info: dict[str, Any] = {
         "runs": [_run_dict(first, "first")]
         + [_run_dict(c, f"confirmation {i + 1}") for i, c in enumerate(confirmations)],
         "excluded": list(excluded),
         "suspect_nodes": [],
+        "suspects_why": None,
         "note": same_nodes_note,
+        "stopped": stopped,
     }
     where = "on the same node" if same_nodes_note else "on other nodes"
     failed = [c for c in confirmations if c.verdict == INFRA]
@@ -170,6 +333,8 @@ def combine(
             + "; ".join(f"{_job(c)} failed ({c.cause})" for c in failed)
             + ": the first run's verdict stands"
         )
+    if stopped and not settled(first, confirmations, policy):
+        notes.append(f"no further confirmation: {stopped}")
     keep = {"confirmation": info, "confirmed_by": tuple(confirmations), "notes": tuple(notes)}
     if not judged:
         return replace(first, **keep)
@@ -178,29 +343,23 @@ def combine(
         message = f"{pooled.message}; judged on the first run and a confirmation {where} ({shown})"
         # the numbers are both runs'; each run stays with its own job in results and history
         return replace(pooled, message=message, result=first.result, **keep)
-    vetoes = [c for c in judged[1:] if contradicts(c, first)]
+    if together is not None:
+        return _together(first, judged[:2], together, where, flagged, info, keep, same_nodes_note)
+    vetoes = [c for c in judged[1:] if contradicts(c, first, share)]
     if judged[0].verdict == REGRESSION and not vetoes:
         shown = ", ".join(f"{_delta(c)} ({_job(c)})" for c in judged if c.verdict == REGRESSION)
         more = [c for c in judged[1:] if c.verdict != REGRESSION]
         tail = "; not contradicted by " + ", ".join(
-            f"{_delta(c)} ({c.verdict}, {_job(c)})" for c in more
+            f"{_delta(c)} ({_unsure(c, share)}, {_job(c)})" for c in more
         ) if more else ""  # fmt: skip
         return replace(first, message=f"{first.message}; reproduced {where}: {shown}{tail}", **keep)
     contra = judged[0] if judged[0].verdict != REGRESSION else vetoes[0]
-    if contra.verdict == INCONCLUSIVE and not _below(contra, first):
+    if not contradicts(contra, first, share):
         verdict, what = INCONCLUSIVE, "neither reproduced nor contradicted it"
+        blame = ""
     else:
         verdict, what = UNCONFIRMED, f"measured {_delta(contra)} ({contra.verdict})"
-        if not same_nodes_note:
-            info["suspect_nodes"] = suspects(first, judged)
-    named = info["suspect_nodes"]
-    blame = ""
-    if named:
-        listed = ", ".join(named[:SUSPECTS_SHOWN]) + (" ..." if len(named) > SUSPECTS_SHOWN else "")
-        blame = f": suspect nodes {listed}"
-        slow = first.result.runs[-1].slowest if first.result and first.result.runs else None
-        if slow and slowest_node(first) == named[0]:
-            blame += f" (rank {slow['rank']} on {named[0]} was the slowest: {slow['how']})"
+        blame = _blame(first, judged, contra, flagged, info) if not same_nodes_note else ""
     message = (
         f"{first.row.id}: {verdict}: the first run was {_delta(first)} slower than the baseline "
         f"({first.verdict}, {_job(first)}) but a confirmation {where} {what} "
@@ -209,3 +368,62 @@ def combine(
     # The row keeps its first run's numbers (what the report plots as tonight's run); the
     # confirmation's are in `confirmed_by` and results.json's runs.
     return replace(first, verdict=verdict, message=message, **keep)
+
+
+def _unsure(rerun: Evaluation, share: float) -> str:
+    """A later rerun's verdict as the message shows it: a PASS that is not shown within the
+    tolerance at share x alpha does not contradict, and says so."""
+    c = rerun.comparison
+    if rerun.verdict != "PASS" or share >= 1 or c is None:
+        return rerun.verdict
+    return f"PASS, not within {c.tolerance:.0%} at {share * c.alpha:.1%}"
+
+
+def _together(
+    first: Evaluation,
+    pair: Sequence[Evaluation],
+    both: Evaluation,
+    where: str,
+    flagged: Collection[str],
+    info: dict[str, Any],
+    keep: dict[str, Any],
+    same_nodes_note: str | None,
+) -> Evaluation:
+    """The verdict of a first run whose first rerun was INCONCLUSIVE, on the two reruns
+    judged together: REGRESSION reproduces it, PASS (or IMPROVEMENT, SHIFT) contradicts it,
+    INCONCLUSIVE leaves it at that."""
+    jobs = " and ".join(_job(c) for c in pair)
+    what = f"two reruns {where} together ({jobs}) measured {_delta(both)} ({both.verdict})"
+    if both.verdict == REGRESSION:
+        return replace(first, message=f"{first.message}; reproduced by {what}", **keep)
+    verdict = INCONCLUSIVE if both.verdict == INCONCLUSIVE else UNCONFIRMED
+    blame = ""
+    if verdict == UNCONFIRMED and not same_nodes_note:
+        blame = _blame(first, pair, both, flagged, info)
+    message = (
+        f"{first.row.id}: {verdict}: the first run was {_delta(first)} slower than the baseline "
+        f"({first.verdict}, {_job(first)}) but {what}{blame}"
+    )
+    return replace(first, verdict=verdict, message=message, **keep)
+
+
+def _blame(
+    first: Evaluation,
+    judged: Sequence[Evaluation],
+    contra: Evaluation,
+    flagged: Collection[str],
+    info: dict[str, Any],
+) -> str:
+    """The message's tail for an UNCONFIRMED row: the suspect nodes and why, or that no node
+    explains the slowdown (perfgate.verdicts.suspects); fills info's suspect_nodes."""
+    found = suspects(first, judged, contra, flagged)
+    info["suspect_nodes"], info["suspects_why"] = found.nodes, found.why
+    if not found.nodes:
+        return f": the slowdown did not reproduce and {found.why}"
+    named = found.nodes
+    listed = ", ".join(named[:SUSPECTS_SHOWN]) + (" ..." if len(named) > SUSPECTS_SHOWN else "")
+    why = [found.why]
+    slow = first.result.runs[-1].slowest if first.result and first.result.runs else None
+    if slow and slowest_node(first) == named[0]:
+        why.insert(0, f"rank {slow['rank']} on {named[0]} was the slowest: {slow['how']}")
+    return f": suspect nodes {listed} ({'; '.join(why)})"

@@ -161,6 +161,7 @@ def judge(
         df=comp.df,
         tolerance=tolerance,
         alpha=noise.alpha,
+        robust=noise.confirming,
     )
     if step is None:
         return Judged(comp.verdict, "stored", comp, info, trend=searched)

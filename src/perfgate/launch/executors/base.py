@@ -74,6 +74,10 @@ class Executor(Protocol):
         """The nodes the scheduler gave the job (its accounting), [] where it has no record."""
         ...
 
+    def partition_nodes(self, partition: str | None) -> list[str] | None:
+        """The nodes a job of this partition (None: the default) may get; None: unknown."""
+        ...
+
 
 def one_line(text: str) -> str:
     """The submitter's own complaint, on one line: its `sbatch: ...` lines (not the "Try

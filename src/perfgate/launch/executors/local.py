@@ -83,3 +83,7 @@ class LocalExecutor:
     def nodes(self, job_id: str) -> list[str]:
         """This host: a local job has no other."""
         return [socket.gethostname()]
+
+    def partition_nodes(self, partition: str | None) -> list[str] | None:
+        """No partition: one host, nothing to keep a job off."""
+        return None

@@ -23,12 +23,13 @@ import submitit
 # function its SlurmExecutor calls, so the dry-run shows byte for byte what is submitted.
 from submitit.slurm.slurm import _make_sbatch_string
 
+from perfgate import nodenames, notices
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.launch import checks, images
 from perfgate.launch.allocation.slurm import srun_argv
 from perfgate.launch.executors.base import JobFunction, Refused, one_line
 from perfgate.launch.jobcontext import JobContext
-from perfgate.launch.slurmstate import JobInfo, SlurmStates
+from perfgate.launch.slurmstate import JobInfo, SlurmStates, query_partition_nodes
 from perfgate.launch.types import LaunchOptions
 
 SIGNAL_DELAY_S = 60
@@ -88,7 +89,11 @@ def sbatch_parameters(options: LaunchOptions, ctx: JobContext) -> dict[str, Any]
         # would kill the ranks (Python's default action); sent to the batch shell (B:) it
         # would kill the shell. So: the shell only, and the shell ignores it. The time limit
         # itself still ends the job with SIGTERM, which the job function handles.
-        "additional_parameters": {"signal": f"B:USR2@{SIGNAL_DELAY_S}", **options.slurm_params},
+        "additional_parameters": {
+            "signal": f"B:USR2@{SIGNAL_DELAY_S}",
+            **options.slurm_params,
+            **exclude_param(options),
+        },
         "setup": ["trap '' USR2"],
     }
     if options.exclusive:
@@ -98,6 +103,26 @@ def sbatch_parameters(options: LaunchOptions, ctx: JobContext) -> dict[str, Any]
             params[key] = getattr(options, key)
     checks.sbatch_parameters(params)
     return params
+
+
+def exclude_param(options: LaunchOptions) -> dict[str, str]:
+    """sbatch's --exclude: the user's own --slurm-param exclude, as written, followed by the
+    nodes perfgate keeps the job off (host names only: perfgate.nodenames)."""
+    own = str(options.slurm_params.get("exclude") or "")
+    kept = {"exclude": own} if own else {}
+    if not options.avoid_nodes:
+        return kept
+    nodes = set(nodenames.names(list(options.avoid_nodes), "the job's --exclude", notices.warn))
+    try:  # the user's own list stays as written (a host range too); ours are added to it
+        nodes -= set(nodenames.expand(own))
+    except nodenames.BadNodes as e:  # e.g. a file name: sbatch reads it, we cannot add to it
+        notices.warn(
+            f"--slurm-param exclude={own}: not a host list ({e}): jobs keep it as given and "
+            "cannot also be kept off other nodes"
+        )
+        return kept
+    value = ",".join(filter(None, (own, nodenames.exclude_value(nodes))))
+    return {"exclude": value} if value else {}
 
 
 def submitit_command(folder: str | Path) -> str:
@@ -192,3 +217,8 @@ class SlurmExecutor:
     def nodes(self, job_id: str) -> list[str]:
         """The job's nodes as accounting (else slurmctld) recorded them, one name each."""
         return self.slurm.nodes(job_id)
+
+    def partition_nodes(self, partition: str | None) -> list[str] | None:
+        """The partition's usable nodes as sinfo lists them (None: the default partition's;
+        None back when sinfo cannot say)."""
+        return query_partition_nodes(partition)
