@@ -630,7 +630,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--policies",
         default="",
         help="--matrix: rerun policies also judged on the same launches, comma-separated "
-        f"({', '.join(detector_matrix.POLICIES)})",
+        f"({', '.join(detector_matrix.POLICIES)})".replace("%", "%%"),
     )
     p.add_argument(
         "--shape",
