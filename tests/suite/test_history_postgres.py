@@ -45,8 +45,12 @@ def test_an_unreachable_history_is_one_line_or_a_refusal(suite, pg_server):
     )
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     assert "--require-history: not starting" in refused.stderr.str()
+    # a plan stores nothing: it only reads the flagged nodes its first runs avoid, and says
+    # once that it could not
     planned = suite.run("--dry-run", *SEL, f"--history={url}", "--require-history")
-    assert planned.ret == 0 and "cannot connect" not in planned.stdout.str()  # reads none
+    said = [line for line in planned.outlines if "cannot connect" in line]
+    assert planned.ret == 0 and len(said) == 1 and said[0].startswith(f"history: {url}")
+    assert len(list((suite.path / "perfgate-results" / "sessions").glob("*/history-spool*"))) == 1
 
 
 def test_a_password_in_the_url_is_refused_before_anything_runs(suite):
