@@ -1,4 +1,4 @@
-"""Every reader at the door (#29), fuzzed exhaustively: the figures of README "Reliability".
+"""Every reader at the door (#29), fuzzed exhaustively: the figures of docs/reliability.md.
 
     PYTHONPATH=src .venv/bin/python scripts/fuzz_readers.py [--html] [--only results,history,...]
 

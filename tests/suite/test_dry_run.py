@@ -179,6 +179,8 @@ def test_the_plan_figures_in_the_docs_are_a_dry_runs(suite):
     gpu_h = hours.removesuffix(".0")
     assert f"For the command above: {rows} rows" in readme
     assert f"{nodes} nodes, at most {gpu_h} GPU-hours" in readme
+    reruns = re.search(r"\+ up to ([\d,.]+) for confirmation reruns", "\n".join(result.outlines))
+    assert f"plus up to {reruns.group(1).removesuffix('.0')} for reruns" in readme
     result = suite.run("--dry-run", "--all-rows")
     total = r"dry run: (\d+) row\(s\), \d+ node allocation\(s\), ([\d,]+)\.\d GPU"
     m = re.search(total, "\n".join(result.outlines))

@@ -2,7 +2,7 @@
 
 On a real cluster most false REGRESSIONs of a nightly are one launch whose nodes were slow
 (a throttling GPU, a bad link): the same row run again on other nodes tells that apart from a
-slower container. The rule (README "The nightly gate"):
+slower container. The rule (docs/nightly.md):
 
     first run REGRESSION, confirmation REGRESSION      -> REGRESSION (reproduced elsewhere)
     first run REGRESSION, confirmation PASS/SHIFT/...  -> UNCONFIRMED: passes with a warning
@@ -24,7 +24,7 @@ REGRESSION leaves it standing. A later rerun runs only while the REGRESSION stan
 slowness is not tied to nodes, two slow launches of one row look like a real slowdown and a
 third launch tells them apart (it is seldom slow too); asking that launch only not to
 contradict, rather than to reproduce, spares a real slowdown near the tolerance from clearing
-the bar a third time (README, "A night of the whole matrix").
+the bar a third time (docs/statistics.md, "A night of the whole matrix").
 """
 
 from __future__ import annotations
