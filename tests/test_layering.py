@@ -60,11 +60,8 @@ LAYERS: dict[str, int] = {
     "perfgate.report": 5,
     "perfgate.workload": 5,
     "perfgate.suite": 6,
-    "perfgate.cli": 7,
-    "perfgate.cli_history": 7,
+    "perfgate.cli": 7,  # the command package: one module per verb
     "perfgate.bisect": 7,  # perfgate bisect: runs the A/B gate's jobs without pytest
-    "perfgate.cli_bisect": 7,
-    "perfgate.cli_validate": 7,
     "perfgate.__main__": 7,
 }
 WORKLOAD_MAY_IMPORT = (

@@ -5,5 +5,5 @@ REGRESSION), each probe runs the gate's own A/B job (perfgate.bisect.probe) of a
 against the good end, one allocation per row, and the search (perfgate.bisect.search) halves
 the range until one image is left: log2(n - 1) probes. The state and evidence are bisect.json
 (perfgate.bisect.state), the answer a page beside it (perfgate.bisect.report); the course,
-plan, consent and Ctrl-C are perfgate.bisect.run; the command line is perfgate.cli_bisect.
+plan, consent and Ctrl-C are perfgate.bisect.run; the command line is perfgate.cli.bisect.
 """

@@ -1,4 +1,5 @@
-"""Confirmation runs in a live session: a one-run REGRESSION rerun on other nodes.
+"""Confirm: a one-run REGRESSION rerun on other nodes (live), or read from a replay folder's
+confirm-<n> runs (settle_replayed).
 
 When a row's first job ends, the session judges it at once (on_done) and, when the verdict
 asks for it (perfgate.verdicts.confirm.wants_confirmation), queues the first rerun kept off
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from perfgate import nodenames, notices
 from perfgate.catalog import Row
@@ -194,3 +196,24 @@ def settle(
         excluded=excluded,
         flagged=flagged,
     )
+
+
+def settle_replayed(
+    row: Row,
+    first: Evaluation,
+    reruns: Sequence[Sequence[Path]],
+    load: Callable[[Row, Sequence[Path]], RunResult],
+    judge: Judge,
+    policy: RerunPolicy,
+    inconclusive: bool,
+    flagged: Sequence[str],
+) -> Evaluation:
+    """A replayed row with its confirm-<n> folders, settled as a live session settles its
+    reruns (settle): read in order of n, up to --confirm."""
+
+    def rerun(n: int) -> Evaluation | str:
+        if n > len(reruns):
+            return f"the replay folder has no confirm-{n}/"
+        return judge(row, load(row, reruns[n - 1]))
+
+    return settle(row, first, rerun, judge, policy, inconclusive, flagged)

@@ -5,22 +5,25 @@
     dry-run   show what would run (sbatch script, srun line, spec, GPU-hours); submit nothing
     replay    judge each row from logs already on disk (perfgate.suite.replay); submit nothing
 
-It keeps each row's results.json record (made by perfgate.suite.records), has them stored as
-new baselines for --update-baselines (perfgate.suite.updates), and writes the terminal
-summary. Only perfgate.suite.plugin holds pytest hooks; this module uses pytest for
-skip/fail/usage errors only.
+A row's trip goes through one room for each thing done to it: plan (perfgate.suite.planning:
+the row as it runs, its overrides, the cost agreed, a dry run's plan), run
+(perfgate.suite.running: the replay folder or the live jobs), judge (perfgate.suite.judging:
+one run, an A/B job, the night's bar), confirm (perfgate.suite.confirming: reruns on other
+nodes). This class is the session object the plugin's hooks call: it holds what the rooms
+share and turns their errors into pytest's. It keeps each row's results.json record (made by
+perfgate.suite.records), has them stored as new baselines for --update-baselines
+(perfgate.suite.updates), and writes the terminal summary. Only perfgate.suite.plugin holds
+pytest hooks; this module uses pytest for skip/fail/usage errors only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from perfgate import catalog, launch, verdicts
+from perfgate import catalog
 from perfgate.catalog import Row
 from perfgate.charset import for_terminal
 from perfgate.errors import PerfgateError
@@ -31,20 +34,18 @@ from perfgate.report import dryrun, sessionfiles, signoff, table
 from perfgate.report.environment import environment
 from perfgate.rowrecord import RowRecord
 from perfgate.runs import RunResult
-from perfgate.suite import avoiding, matrix, preflight, records, replay, updates
-from perfgate.suite.confirming import Confirmer, settle
+from perfgate.suite import avoiding, planning, preflight, records, replay, running, updates
+from perfgate.suite.confirming import Confirmer, settle_replayed
+from perfgate.suite.judging import Judge, Judged, Night
 from perfgate.suite.live import LiveRunner, say, terminal_display
+from perfgate.suite.planning import DRY_RUN
 from perfgate.suite.recording import HistoryRecorder
 from perfgate.suite.settings import Settings
 from perfgate.verdicts import Evaluation
 from perfgate.verdicts.nightly import trend_record
-from perfgate.verdicts.paired import evaluate_ab
 from perfgate.verdicts.pairs_rule import PairsRule
-from perfgate.workload import validate
-from perfgate.workload.describe import describe
 
 ITEM = pytest.StashKey[dict]()  # per test: evaluation, plan, recipe text, skip reason
-DRY_RUN = "DRY_RUN"
 
 
 class PerfgateState:
@@ -59,7 +60,7 @@ class PerfgateState:
         self.confirmer: Confirmer | None = None  # live one-run sessions with --confirm
         self.session_rows: list[Row] = []  # every selected row (--fdr judges them together)
         self.test_ids: dict[str, str] = {}
-        self._judged: dict[str, Evaluation | str] | None = None  # --fdr: the night's verdicts
+        self.night = Night(settings.fdr) if settings.fdr is not None else None
         self.index: replay.ReplayIndex | None = None
         self.records: dict[str, RowRecord] = {}
         self.results: sessionfiles.ResultsFile | None = None
@@ -71,6 +72,7 @@ class PerfgateState:
             config.invocation_params.args,
             announce=lambda line: say(config, line),
         )
+        self.judging = Judge(settings, self.recorder.points)
         self.deselected: list[str] = []  # row ids -m, -k and --gpus left out
         self._first: tuple[LaunchOptions, Avoid | None] | None = None  # first runs' options
         self.night_runs: list[Evaluation] = []  # each row's evaluation (tonight's node test)
@@ -112,51 +114,30 @@ class PerfgateState:
 
     def effective(self, row: Row) -> Row:
         """The row as it runs: --steps, when given, replaces the row's own step count."""
-        steps = self.settings.steps
-        return row if steps is None or row.steps == steps else replace(row, steps=steps)
+        return planning.effective(row, self.settings.steps)
 
     def check_overrides(self, row: Row, overrides: Any = None) -> str:
         """Check the row's and --override's recipe paths before anything runs; say how."""
-        launch = self.settings.launch
-        overrides = launch.overrides if overrides is None else overrides
-        return validate.check_overrides(row, overrides, mock_data=launch.mock_finetune_data)
+        return planning.check_overrides(row, self.settings.launch, overrides)
 
     def preflight_overrides(self, rows: list[Row]) -> None:
         """Live and dry-run: every selected row against --override, as one usage error."""
         if self.settings.mode == "replay" or not rows:
             return
         try:
-            preflight.check_session_overrides(
-                rows,
-                self.settings.launch.overrides,
-                self.check_overrides,
-                markexpr=self.config.option.markexpr or "",
-            )
+            planning.check_session_overrides(rows, self.settings, self.config.option.markexpr or "")
         except PerfgateError as e:
             raise pytest.UsageError(str(e)) from None
 
     def preflight_submit(self, rows: list[Row]) -> None:
         """Live, before the first job: plan every row, show the cost, get consent or stop."""
-        s = self.settings
         try:
-            plans = (launch.plan(self.effective(r), s.launch) for r in rows)
-            cost = preflight.Cost.of(plans, s.confirm)
-            say(self.config, cost.line())
-            avoided = avoiding.plan_line(self.first_runs()[1])
-            if avoided:
-                say(self.config, avoided)
-            warning = preflight.container_warning(
-                s.launch.executor, s.launch.container_runtime, s.launch.container_image
-            )
-            if warning:
-                say(self.config, warning)
-            why = preflight.consent(
-                cost,
+            why = planning.agree_cost(
+                rows,
+                self.settings,
+                lambda: self.first_runs()[1],
                 selected=preflight.has_selection(self.config),
-                all_rows=s.all_rows,
-                yes=s.yes,
-                max_gpu_hours=s.max_gpu_hours,
-                ask=preflight.ask_terminal,
+                say=lambda line: say(self.config, line),
             )
         except PerfgateError as e:
             raise pytest.UsageError(str(e)) from None
@@ -176,11 +157,7 @@ class PerfgateState:
         if s.mode == "replay":
             self.index = replay.ReplayIndex(s.replay, rows)  # type: ignore[arg-type]
             wanted = None if self.is_worker else self.config.getoption("repeat")
-            why = [
-                w
-                for r in rows
-                if (w := replay.repeat_mismatch(r, self.index.match(r), wanted, s.replay))
-            ]
+            why = running.repeat_mismatches(self.index, rows, wanted, s.replay)
             if why:  # before any row is judged: one line, as other option errors (xdist
                 # workers fail their rows instead: a worker's usage error would crash it)
                 more = f" (and {len(why) - 1} more rows)" if len(why) > 1 else ""
@@ -189,20 +166,18 @@ class PerfgateState:
             self._first = None  # the session's rows are known now: their largest sets the cap
             if not self.is_worker:
                 self.preflight_submit(rows)
-            self.runner = LiveRunner(
+            self.runner = running.live_runner(
                 self.first_runs()[0],
-                s.results_dir,
-                resume=s.resume,
+                s,
                 announce=lambda m: say(self.config, m),
                 display=terminal_display(self.config),
-                poll_s=s.launch.poll_interval_s,
                 more_pairs_for=self.pairs_rule if s.ab else None,
                 on_done=self._on_done if s.confirm.most and not s.ab else None,
             )
             if s.confirm.most and not s.ab:
                 self.confirmer = Confirmer(
                     self.runner,
-                    self.judge,
+                    self.judging.one_run,
                     s.confirm,
                     s.confirm_inconclusive,
                     flagged=self.recorder.slow_nodes(),
@@ -230,37 +205,20 @@ class PerfgateState:
 
     def judge(self, row: Row, result: RunResult) -> Evaluation:
         """One run's verdict on a row, in this session's terms (tolerance, noise, history)."""
-        s = self.settings
-        return verdicts.evaluate(
-            self.effective(row),
-            result,
-            source=s.mode,
-            window=s.window,
-            tolerance=s.tolerance,
-            noise=s.noise,
-            history=self.recorder.points(row.id),
-        )
+        return self.judging.one_run(row, result)
 
     def pairs_rule(self, row: Row) -> PairsRule:
         """A/B: the job's rule for adding a pair (this row's tolerance, the session's window)."""
-        s = self.settings
-        return PairsRule(
-            tolerance=verdicts.tolerance_of(row, s.tolerance),
-            window=s.window,
-            first_pairs=s.launch.pairs,
-            max_pairs=s.launch.max_pairs,
-            noise=s.noise,
-        )
+        return self.judging.pairs_rule(row)
 
     def evaluate(self, item: pytest.Item, row: Row) -> Evaluation:
         """The evaluation of one row in the session's mode (may skip the test)."""
-        s = self.settings
         row = self.effective(row)
         info = item.stash.setdefault(ITEM, {})
-        if s.mode == "dry-run":
-            return self._dry_run(row, info)
-        if s.fdr is not None and not self.is_worker:
-            judged = self._night(row)[row.id]
+        if self.settings.mode == "dry-run":
+            return planning.dry_run(row, self.settings, lambda: self.first_runs()[0], info)
+        if self.night is not None and not self.is_worker:
+            judged = self.night.verdict(row, self.session_rows, self._judge_row, self.test_ids)
         else:
             judged = self._judge_row(row, item.nodeid)
         if isinstance(judged, str):
@@ -269,80 +227,45 @@ class PerfgateState:
         self.night_runs.append(judged)
         return judged
 
-    def _judge_row(self, row: Row, test_id: str | None = None) -> Evaluation | str:
+    def _judge_row(self, row: Row, test_id: str | None = None) -> Judged:
         """One row judged in a live or replay session; a str: why it is skipped."""
+        if self.settings.mode == "replay":
+            return self._judge_replayed(row)
         s = self.settings
-        if s.mode == "replay":
-            if self.index is None:  # single test run without the loop hook (e.g. pytester)
-                self.index = replay.ReplayIndex(s.replay, [row])  # type: ignore[arg-type]
-            m = self.index.match(row)
-            if m.skip_reason:
-                return m.skip_reason
-            why = replay.repeat_mismatch(row, m, self.config.getoption("repeat"), s.replay)
-            if why:  # an xdist worker's row (the controller's check is in start())
-                pytest.fail(why, pytrace=False)
-            result = replay.load_launches(row, m.launches)
-            if m.confirmations and self.settings.confirm.most:
-                return self._confirm_replayed(row, self.judge(row, result), m.confirmations)
-        else:
-            if self.runner is None:
-                self.start([row])
-            if self.is_worker:  # xdist: this worker submits its own rows, checked here
-                self.check_overrides(row)
-            result = self.runner.wait(row, test_id)  # type: ignore[union-attr]
-            if s.ab:
-                return evaluate_ab(
-                    row,
-                    result,
-                    source=s.mode,
-                    first_pairs=s.launch.pairs,
-                    max_pairs=s.launch.max_pairs,
-                    window=s.window,
-                    tolerance=s.tolerance,
-                    noise=s.noise,
-                )
-        first = self.judge(row, result)
-        if self.confirmer is not None and s.mode == "live":
-            return self.confirmer.evaluate(row, first)
-        return first
+        if self.runner is None:
+            self.start([row])
+        if self.is_worker:  # xdist: this worker submits its own rows, checked here
+            planning.check_overrides(row, s.launch)
+        result = self.runner.wait(row, test_id)  # type: ignore[union-attr]
+        if s.ab:
+            return self.judging.ab(row, result)
+        first = self.judging.one_run(row, result)
+        return self.confirmer.evaluate(row, first) if self.confirmer is not None else first
 
-    def _confirm_replayed(
-        self, row: Row, first: Evaluation, reruns: Sequence[Sequence[Path]]
-    ) -> Evaluation:
-        """A replayed row with its confirm-<n> folders, settled as a live session settles its
-        reruns (perfgate.suite.confirming.settle): read in order of n, up to --confirm."""
-
-        def rerun(n: int) -> Evaluation | str:
-            if n > len(reruns):
-                return f"the replay folder has no confirm-{n}/"
-            return self.judge(row, replay.load(row, reruns[n - 1]))
-
+    def _judge_replayed(self, row: Row) -> Judged:
+        """A row read back from the replay folder, judged with its confirm-<n> runs."""
         s = self.settings
+        if self.index is None:  # single test run without the loop hook (e.g. pytester)
+            self.index = replay.ReplayIndex(s.replay, [row])  # type: ignore[arg-type]
+        got = running.replayed(self.index, row, lambda: self.config.getoption("repeat"), s.replay)
+        if got.skip:
+            return got.skip
+        if got.mismatch:  # an xdist worker's row (the controller's check is in start())
+            pytest.fail(got.mismatch, pytrace=False)
+        first = self.judging.one_run(row, got.result)  # type: ignore[arg-type]
+        if not (got.confirmations and s.confirm.most):
+            return first
         flagged = self.recorder.slow_nodes()
-        return settle(row, first, rerun, self.judge, s.confirm, s.confirm_inconclusive, flagged)
-
-    def _night(self, row: Row) -> dict[str, Evaluation | str]:
-        """--fdr: every row of the session judged (once, at the first test), then the
-        Benjamini-Hochberg bar applied across them (perfgate.suite.matrix)."""
-        if self._judged is None:
-            rows = self.session_rows or [row]
-            judged = {r.id: self._judge_row(r, self.test_ids.get(r.id)) for r in rows}
-            self._judged = matrix.apply_fdr(judged, self.settings.fdr)  # type: ignore[arg-type]
-        if row.id not in self._judged:  # a row outside the session's list (pytester)
-            self._judged[row.id] = self._judge_row(row)
-        return self._judged
-
-    def _dry_run(self, row: Row, info: dict[str, Any]) -> Evaluation:
-        s = self.settings
-        checked = self.check_overrides(row)
-        plan = launch.plan(row, self.first_runs()[0])
-        info["plan"] = plan
-        # the steps the job runs: the row's own (or --steps, applied by effective()), else 50
-        text = describe(row, s.launch.overrides, steps=row.steps or s.launch.steps)
-        info["description"] = f"{text}overrides: {checked}\n"
-        mode = "paired" if plan.max_pairs else "stored"
-        msg = dryrun.row_message(row, plan)
-        return Evaluation(row=row, verdict=DRY_RUN, message=msg, source="dry-run", mode=mode)
+        return settle_replayed(
+            row,
+            first,
+            got.confirmations,
+            replay.load,
+            self.judging.one_run,
+            s.confirm,
+            s.confirm_inconclusive,
+            flagged,
+        )
 
     # --- records and results.json -------------------------------------------------------------
 

@@ -1,27 +1,24 @@
-"""`perfgate validate` and `perfgate fmt`: the baselines files as data.
+"""`perfgate validate`: the baselines files checked as data, nothing run.
 
-validate: each row is loaded and validated (fields, values, layout, ids), and its own recipe
+Each row is loaded and validated (fields, values, layout, ids), and its own recipe
 overrides are checked by its backend exactly as a dry run checks them
 (perfgate.workload.validate), so a file that validates is one the suite can plan;
 `--provenance` also holds the folder against the rows perfgate ships
-(perfgate.catalog.provenance). fmt: rewrite files in the canonical form --update-baselines
-writes, so a hand edit or a plain JSON dump leaves no noise in the next diff.
+(perfgate.catalog.provenance).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from perfgate.catalog import Row, load_catalog, load_file, provenance
-from perfgate.catalog.store import format_file
+from perfgate.cli.common import emit
 from perfgate.errors import ConfigError
-from perfgate.report import format as fmt
 from perfgate.workload import validate
 
 
-def add_command(sub: argparse._SubParsersAction) -> None:
+def add(sub: argparse._SubParsersAction) -> None:
     """Register `perfgate validate`."""
     p = sub.add_parser(
         "validate",
@@ -53,24 +50,6 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the row counts as JSON")
     p.set_defaults(func=run)
 
-    f = sub.add_parser(
-        "fmt",
-        help="rewrite baselines files in their canonical form (what --update-baselines writes)",
-        description="Load, validate and rewrite baselines files in the one canonical form: "
-        "a JSON list, 2-space indent, keys in the schema's order with defaults left out, "
-        "non-ASCII kept, one final newline. Atomic and locked like --update-baselines.",
-    )
-    f.add_argument(
-        "paths", nargs="*", default=["baselines"], metavar="PATH",
-        help="folder of <gpu>.json files, or one such file (default: baselines)",
-    )  # fmt: skip
-    f.add_argument(
-        "--check",
-        action="store_true",
-        help="write nothing; list the files not in canonical form and exit 1 if any",
-    )
-    f.set_defaults(func=run_fmt)
-
 
 def check_rows(rows: list[Row], file_of: dict[str, str]) -> None:
     """Each row's own overrides, checked by its backend as the suite's dry run does."""
@@ -82,26 +61,6 @@ def check_rows(rows: list[Row], file_of: dict[str, str]) -> None:
             validate.check_overrides(row, {}, mock_data=True)
         except ConfigError as e:
             raise ConfigError(f"{file_of[row.id]}: {e}") from None
-
-
-def _files(path: str) -> list[Path]:
-    if path.endswith(".json"):
-        return [Path(path)]
-    cat = load_catalog(path)  # validates the folder: names, ids unique across files
-    return sorted(set(cat.files.values()))
-
-
-def run_fmt(args: argparse.Namespace) -> int:
-    """Rewrite (or, with --check, list) the files that are not in canonical form."""
-    changed = [
-        f for path in args.paths for f in _files(path) if format_file(f, write=not args.check)
-    ]
-    verb = "not canonical" if args.check else "rewritten"
-    for f in changed:
-        print(f"{f}: {verb}")
-    if not changed:
-        print("every file is in canonical form")
-    return 1 if args.check and changed else 0
 
 
 def _provenance(path: str, exact: bool) -> dict:
@@ -140,10 +99,5 @@ def run(args: argparse.Namespace) -> int:
     data = {"rows": counts, "total": sum(counts.values())}
     if args.provenance:
         data["provenance"] = checked
-    if args.json:
-        print(json.dumps(data, indent=2))
-    else:
-        width = max(len(k) for k in data)
-        for k, v in data.items():
-            print(f"{k:<{width}}  {fmt.plain(k, v)}")
+    emit(data, args.json)
     return 0

@@ -32,7 +32,7 @@ from perfgate.workload import validate
 from perfgate.workload.overrides import parse_overrides
 
 
-def add_command(sub: argparse._SubParsersAction) -> None:
+def add(sub: argparse._SubParsersAction) -> None:
     """Register `perfgate bisect`."""
     p = sub.add_parser(
         "bisect",
