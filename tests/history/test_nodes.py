@@ -101,6 +101,20 @@ def test_the_store_and_the_command_name_the_slow_node(tmp_path: Path, capsys) ->
     assert data["exclude"] == "--exclude=n3" and data["nodes"][0]["node"] == "n3"
 
 
+def test_runs_without_nodes_are_said_to_have_none(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "h.sqlite"
+    store = SqliteStore(path)
+    sid = store.start_session(Session("replay", started_at="2026-05-01T01:00:00Z"))
+    store.add_runs(sid, [Run("row0", "stored", "baseline", i, True, 1.0) for i in (1, 2)])
+    assert perfgate_main(["nodes", "--history", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("no node to test: 2 run(s) in the history, none with its nodes recorded")
+    empty = tmp_path / "e.sqlite"
+    SqliteStore(empty).start_session(Session("live", started_at="2026-05-01T01:00:00Z"))
+    assert perfgate_main(["nodes", "--history", str(empty)]) == 0
+    assert capsys.readouterr().out == "no node to test: the history has no runs yet\n"
+
+
 def test_bad_input_is_one_line(tmp_path: Path, capsys) -> None:
     assert perfgate_main(["nodes", "--history", str(tmp_path / "none.sqlite")]) == 2
     assert "no history yet" in capsys.readouterr().err

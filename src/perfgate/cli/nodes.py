@@ -53,6 +53,16 @@ def run(args: argparse.Namespace) -> int:
             True,
         )
         return 0
+    if not totals:  # say why there is nothing to test, not "0 nodes"
+        stored = sum(len(store.runs(r)) for r in store.row_ids())
+        where = f" on cluster {args.cluster}" if args.cluster else ""
+        print(
+            f"no node to test: {stored} run(s) in the history, none with its nodes recorded"
+            f"{where} (runs record their nodes from Slurm; replays and local runs may not)"
+            if stored
+            else "no node to test: the history has no runs yet"
+        )
+        return 0
     shown = found if args.all else [f for f in found if f.flagged]
     print(
         f"{len(totals)} nodes in the history's runs; {len(found)} nodes with >= "
