@@ -417,3 +417,17 @@ def test_a_leaning_inconclusive_run_is_a_regression_only_when_its_reruns_reprodu
     )
     # without lean_p (--confirm N), an INCONCLUSIVE first run asks for nothing
     assert confirm(first, lambda n: pytest.fail("no rerun"), replace(AUTO, lean_p=None)) is first
+
+
+def test_the_message_counts_the_runs_a_verdict_was_judged_on(row, steps) -> None:
+    one = judge(row, steps, 1.0, "201", ("n1",))
+    assert "(one run vs stored baseline)" in one.message
+    series = one.result.runs[0].series
+    three = RunResult(
+        "r",
+        "202",
+        "COMPLETED",
+        runs=tuple(RunRecord("nemo:26.02", "baseline", series) for _ in "abc"),
+    )  # --repeat 3: three launches in one job
+    ev = verdicts.evaluate(row, three, source="live")
+    assert ev.comparison.n_candidate == 3 and "(3 runs vs stored baseline)" in ev.message

@@ -369,14 +369,15 @@ def verdict_line(
             f"baseline {base.step_time_s:.4g} s)"
         )
         + f", delta {comp.delta:+.2%}{ci},"
-        f" tolerance {comp.tolerance:.1%} ({mode_label(mode or comp.mode)}){refresh}"
+        f" tolerance {comp.tolerance:.1%} ({mode_label(mode or comp.mode, comp.n_candidate)})"
+        f"{refresh}"
     )
 
 
-def mode_label(mode: str) -> str:
-    """How a verdict was reached, in words."""
+def mode_label(mode: str, runs: int = 1) -> str:
+    """How a verdict was reached, in words (runs: the candidate runs it was judged on)."""
     return {
-        "stored": "one run vs stored baseline",
+        "stored": f"{'one run' if runs <= 1 else f'{runs} runs'} vs stored baseline",
         "runs": "runs vs runs",
         "paired": "A/B pairs in one allocation",
         "history": "persistent step in the row's history",
