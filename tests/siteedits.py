@@ -3,7 +3,7 @@
 A site adds rows, GPUs, log formats, backends and executors, drops rows, re-measures baselines
 and re-saves its files with its own tools; the suite's own tests must stay green through all of
 it (#28). tests/test_extending.py applies these to a copy and runs the recipes' products and
-the registry tests there; `.ci/run` applies them all to the copy it tests without ../shared:
+the registry tests there; `.ci/run` applies them all to the copy it tests with nothing beside it:
 
     python tests/siteedits.py DEST [--position first|last]
 
