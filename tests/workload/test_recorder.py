@@ -72,3 +72,53 @@ def test_flush_and_status_updates_write_every_step_at_once(tmp_path):
     rec.finish("failed", "RuntimeError: boom\nat step 3")
     out = stepfile.read(rec.path)
     assert (out.status, out.error, len(out.steps)) == ("failed", "RuntimeError: boom at step 3", 3)
+
+
+def _slow_writer_thread(monkeypatch):
+    """The writer thread's first write blocks until released; returns (started, release)."""
+    started, release = threading.Event(), threading.Event()
+    real = stepfile.write
+
+    def write(path, record):
+        if not started.is_set() and threading.current_thread() is not threading.main_thread():
+            started.set()
+            assert release.wait(timeout=60)
+        real(path, record)
+
+    monkeypatch.setattr(stepfile, "write", write)
+    return started, release
+
+
+def test_flush_waits_for_the_writer_threads_write_in_flight(tmp_path, monkeypatch):
+    # The writer took the steps and is still writing them: flush must not return before
+    # they are on disk (it once saw nothing pending and returned with no file at all).
+    started, release = _slow_writer_thread(monkeypatch)
+    rec = _recorder(tmp_path, every_s=3600.0)
+    rec.add_step(Step(step=0, step_time_s=1.0))
+    assert started.wait(timeout=60)
+    flushed = threading.Event()
+    t = threading.Thread(target=lambda: (rec.flush(), flushed.set()))
+    t.start()
+    assert not flushed.wait(timeout=0.2)  # held behind the write in flight
+    release.set()
+    t.join(timeout=60)
+    assert flushed.is_set() and _steps_on_disk(rec) == 1
+    rec.finish("completed")
+
+
+def test_an_older_snapshot_never_lands_after_a_status_update(tmp_path, monkeypatch):
+    started, release = _slow_writer_thread(monkeypatch)
+    rec = _recorder(tmp_path, every_s=3600.0)
+    rec.add_step(Step(step=0, step_time_s=1.0))
+    assert started.wait(timeout=60)
+    t = threading.Thread(target=rec.update, kwargs={"status": "running"})
+    t.start()
+    t.join(timeout=0.2)  # an update that does not wait would write now, before the old snapshot
+    release.set()
+    t.join(timeout=60)
+    deadline = time.monotonic() + 60  # both writes done: the writer's and the update's
+    while rec.writes < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    out = stepfile.read(rec.path)
+    assert (rec.writes, out.status, len(out.steps)) == (2, "running", 1)
+    rec.finish("completed")

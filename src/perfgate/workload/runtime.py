@@ -132,6 +132,10 @@ class Recorder:
     def __init__(self, path: str | os.PathLike[str], record: stepfile.StepRecord) -> None:
         self.path = Path(path)
         self.record = record
+        # Lock order: _disk, then _lock. _disk orders every write of the file so an older
+        # snapshot never lands after a newer one; _lock guards the record and is held only
+        # briefly by the writer, so add_step never waits for the disk.
+        self._disk = threading.Lock()
         self._lock = threading.Lock()
         self._dirty = threading.Condition(self._lock)
         self._pending = False
@@ -141,14 +145,14 @@ class Recorder:
         self.writes = 0  # how many times the file was written (the tests count them)
 
     def _write(self) -> None:
-        """Write the record now (the caller holds the lock)."""
+        """Write the record now (the caller holds _disk and _lock)."""
         stepfile.write(self.path, self.record)
         self._pending = False
         self.writes += 1
 
     def update(self, **fields: Any) -> None:
         """Set record fields (status, versions, nodes, ...) and write."""
-        with self._lock:
+        with self._disk, self._lock:
             for name, value in fields.items():
                 if name not in stepfile.StepRecord.__dataclass_fields__:
                     raise AttributeError(f"StepRecord has no field {name!r}")
@@ -157,7 +161,7 @@ class Recorder:
 
     def set_steps(self, steps: Iterable[Step]) -> None:
         """Replace the recorded steps (a re-parse of the whole log) and write."""
-        with self._lock:
+        with self._disk, self._lock:
             self.record.steps = [asdict(s) for s in steps]
             self._write()
 
@@ -172,8 +176,9 @@ class Recorder:
             self._dirty.notify()
 
     def flush(self) -> None:
-        """Write the steps not written yet, now."""
-        with self._lock:
+        """Write the steps not written yet, now; on return every step added is on disk."""
+        # _disk first: a snapshot the writer thread is writing lands before this returns.
+        with self._disk, self._lock:
             if self._pending:
                 self._write()
 
@@ -185,16 +190,22 @@ class Recorder:
                     self._dirty.wait()
                 if self._closed:
                     return
-                snapshot = replace(self.record, steps=list(self.record.steps))
-                self._pending = False
-            started = time.monotonic()
-            try:
-                # Serialised outside the lock: add_step never waits for the disk.
-                stepfile.write(self.path, snapshot)
-            except OSError as e:
-                print(f"perfgate.workload: cannot write {self.path}: {e}", flush=True)
-            with self._lock:
-                self.writes += 1
+            with self._disk:
+                with self._lock:
+                    if self._closed:
+                        return
+                    if not self._pending:  # a flush or an update wrote them meanwhile
+                        continue
+                    snapshot = replace(self.record, steps=list(self.record.steps))
+                    self._pending = False
+                started = time.monotonic()
+                try:
+                    # Serialised outside _lock: add_step never waits for the disk.
+                    stepfile.write(self.path, snapshot)
+                except OSError as e:
+                    print(f"perfgate.workload: cannot write {self.path}: {e}", flush=True)
+                with self._lock:
+                    self.writes += 1
             gap = max(self.WRITE_EVERY_S, 9 * (time.monotonic() - started))
             self._closing.wait(timeout=gap)  # steps keep coming meanwhile; close ends the wait
 
@@ -207,7 +218,7 @@ class Recorder:
             writer = self._writer
         if writer is not None:
             writer.join()
-        with self._lock:
+        with self._disk, self._lock:
             self.record.status = status
             self.record.error = redact(" ".join(error.split())) if error else None
             self.record.finished_at = now_iso()
