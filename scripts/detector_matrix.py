@@ -322,15 +322,23 @@ def _grow(state: RowState, j: Night, night: int, primary: str) -> None:
             state.points.append(p)
 
 
-def _named_truth(j: Night, cluster: gen.Cluster, primary: str) -> tuple[bool, bool] | None:
-    """(names a node, the named nodes hold a really slow one) of an UNCONFIRMED verdict."""
+def _named_truth(j: Night, cluster: gen.Cluster, primary: str) -> tuple[bool, bool, int] | None:
+    """(names a node, the named nodes hold a really slow one, healthy nodes named) of an
+    UNCONFIRMED verdict."""
     ev = j.final[primary]
     if ev.verdict != "UNCONFIRMED" or ev.confirmation is None:
         return None
     named = ev.confirmation.get("suspect_nodes") or []
     if cluster.model == "cluster":
-        return bool(named), any(n in cluster.slow for n in named)
-    return bool(named), j.first_factor > 1
+        healthy = sum(n not in cluster.slow for n in named)
+        return bool(named), any(n in cluster.slow for n in named), healthy
+    return bool(named), j.first_factor > 1, 0 if j.first_factor > 1 else len(named)
+
+
+def _says_slow_launch(j: Night, primary: str) -> bool:
+    """The UNCONFIRMED verdict says its first run was one slow launch (and names no node)."""
+    why = (j.final[primary].confirmation or {}).get("suspects_why") or ""
+    return "one slow launch" in why
 
 
 def season(
@@ -435,7 +443,11 @@ def season(
             if truth is not None:
                 c["unconfirmed_named"] += truth[0]
                 c["unconfirmed_named_slow"] += truth[0] and truth[1]
+                c["unconfirmed_named_healthy"] += truth[2]
                 c["unconfirmed_slow"] += j.first_factor > 1
+                launch = _says_slow_launch(j, primary)
+                c["unconfirmed_launch"] += launch
+                c["unconfirmed_launch_slow"] += launch and j.first_factor > 1
         noted = slow_tonight(
             NightRun(
                 st.row.id,
@@ -591,6 +603,13 @@ def simulate(
         "unconfirmed_named_share": named / max(1.0, t[f"unconfirmed:{primary}"]),
         "unconfirmed_named_slow": t["unconfirmed_named_slow"] / named if named else math.nan,
         "unconfirmed_slow": t["unconfirmed_slow"] / max(1.0, t[f"unconfirmed:{primary}"]),
+        "named_healthy_per_night": t["unconfirmed_named_healthy"] / t["nights"],
+        "unconfirmed_launch_share": t["unconfirmed_launch"] / max(1.0, t[f"unconfirmed:{primary}"]),
+        "unconfirmed_launch_slow": (
+            t["unconfirmed_launch_slow"] / t["unconfirmed_launch"]
+            if t["unconfirmed_launch"]
+            else math.nan
+        ),
         "probe_unconfirmed_named": t["probe_unconfirmed_named"],
         "probe_unconfirmed": t["probe_unconfirmed"],
         "probe_first": {
@@ -647,7 +666,10 @@ def report(res: dict, args: dict) -> str:
         + ", ".join(f"{x:.0%}: {a:.3f} / {b:.1%}" for x, (a, b) in res["shift_bars"].items()),
         f"- UNCONFIRMED naming nodes: {res['unconfirmed_named_share']:.1%}; of those, naming a "
         f"node that was really slow: {res['unconfirmed_named_slow']:.1%} (first launch really "
-        f"slow: {res['unconfirmed_slow']:.1%} of UNCONFIRMED)",
+        f"slow: {res['unconfirmed_slow']:.1%} of UNCONFIRMED); healthy nodes named per night: "
+        f"{res['named_healthy_per_night']:.3f}; saying one slow launch: "
+        f"{res['unconfirmed_launch_share']:.1%}, of those really slow: "
+        f"{res['unconfirmed_launch_slow']:.1%}",
         f"- slowed 5% rows passed as UNCONFIRMED: {res['probe_unconfirmed']:.0f}, naming nodes: "
         f"{res['probe_unconfirmed_named']:.0f}",
         "- slowed rows' first runs: "

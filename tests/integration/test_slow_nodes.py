@@ -1,5 +1,6 @@
 """A slow node on the real local Slurm (#19): the nightly gate reruns a one-run REGRESSION on
-other nodes, names the slow node, and `perfgate nodes` finds it in the history.
+other nodes, names the slow node only on evidence about it (a straggler report that singles out
+its rank), and `perfgate nodes` finds it in the history.
 
 Node n2 of the 4-node test cluster is made slow: the CPU stand-in trainer logs steps 12%
 longer there (SLURMD_NODENAME), modeled so the verdicts do not depend on the machine's load.
@@ -37,7 +38,7 @@ def row(name: str, *args: str, baseline_s: float = STEP_S):
     return replace(r, baseline=base)
 
 
-def test_a_no_change_night_on_the_slow_node_ends_green_with_the_node_named(
+def test_a_no_change_night_on_the_slow_node_ends_green_as_one_slow_launch(
     slurm_cluster, tmp_path
 ) -> None:
     suite = SuiteDir(tmp_path / "night")
@@ -53,10 +54,12 @@ def test_a_no_change_night_on_the_slow_node_ends_green_with_the_node_named(
     assert first["verdict"] == "REGRESSION" and 0.08 < first["delta"] < 0.16
     assert again["verdict"] == "PASS" and again["nodes"] and "n2" not in again["nodes"]
     assert rec["confirmation"]["excluded"] == ["n2"]
-    assert rec["confirmation"]["suspect_nodes"] == ["n2"]
-    # named on the evidence: the first run ~12% slower than its rerun, beyond their noise
-    why = r"suspect nodes n2 \(the first run \+1\d\.\d% vs the rerun, beyond the noise bound "
-    why += r"\d\.\d%\)$"
+    # ~12% slower than its rerun, beyond their noise: one slow launch, but with no history
+    # and no straggler report nothing about n2 itself says it, so no node is named
+    assert rec["confirmation"]["suspect_nodes"] == []
+    why = r"did not reproduce and no node explains it \(the first run \+1\d\.\d% vs the rerun, "
+    why += r"beyond the noise bound \d\.\d%: one slow launch, on no node perfgate nodes flags or "
+    why += r"a straggler report singles out\)$"
     assert re.search(why, rec["message"]), rec["message"]
     assert f"perfgate: {flaky.id}: confirmation 1 on other nodes (--exclude n2)" in out
     # the rerun's sbatch script carries the exclusion and not the pin
@@ -76,8 +79,11 @@ def test_a_two_node_run_names_the_node_of_its_slowest_rank(slurm_cluster, tmp_pa
     assert rec["verdict"] == "UNCONFIRMED", out
     assert rec["job"]["nodes"] == ["n1", "n2"]
     assert rec["runs"][0]["slowest"]["rank"] == 5 and rec["runs"][0]["slowest"]["node"] == "n2"
-    assert rec["confirmation"]["suspect_nodes"] == ["n2", "n1"]
-    assert "(rank 5 on n2 was the slowest: Megatron straggler detector" in rec["message"]
+    assert rec["confirmation"]["suspect_nodes"] == ["n2"]  # n1 did nothing to deserve it
+    assert (
+        "suspect nodes n2 (rank 5 on n2 was the slowest in 40 of 40 straggler reports "
+        in (rec["message"])
+    )
 
 
 def test_a_real_slowdown_stays_a_regression_after_confirmation(slurm_cluster, tmp_path) -> None:

@@ -71,7 +71,8 @@ class RerunPolicy:
         return "auto" if self.budget else str(self.most)
 
 
-# The default where a row's verdict rests on one run (README "Confirmation on other nodes").
+# The default where a row's verdict rests on one run (docs/nightly.md, "Confirmation on
+# other nodes").
 AUTO = RerunPolicy(2, budget=True, veto_share=0.1, pool_open=True, lean_p=0.02)
 OFF = RerunPolicy(0)  # --confirm 0, and sessions whose verdicts rest on several runs
 MAX_RERUNS = 3  # --confirm N at most
@@ -142,14 +143,6 @@ def _below(confirmation: Evaluation, first: Evaluation) -> bool:
     if a is None or b is None:
         return False
     return math.isfinite(a.ci_high) and math.isfinite(b.ci_low) and a.ci_high < b.ci_low
-
-
-def slowest_node(ev: Evaluation) -> str | None:
-    """The node of the slowest rank the run's straggler reports name (None: none say)."""
-    runs = ev.result.runs if ev.result is not None else ()
-    found = runs[-1].slowest if runs else None
-    node = found.get("node") if isinstance(found, dict) else None
-    return node if nodenames.is_name(node) else None
 
 
 def within_at(ev: Evaluation, share: float) -> bool:
@@ -422,8 +415,4 @@ def _blame(
         return f": the slowdown did not reproduce and {found.why}"
     named = found.nodes
     listed = ", ".join(named[:SUSPECTS_SHOWN]) + (" ..." if len(named) > SUSPECTS_SHOWN else "")
-    why = [found.why]
-    slow = first.result.runs[-1].slowest if first.result and first.result.runs else None
-    if slow and slowest_node(first) == named[0]:
-        why.insert(0, f"rank {slow['rank']} on {named[0]} was the slowest: {slow['how']}")
-    return f": suspect nodes {listed} ({'; '.join(why)})"
+    return f": suspect nodes {listed} ({found.why})"

@@ -1,18 +1,19 @@
-"""Which nodes an UNCONFIRMED verdict names, and only when the evidence points at them.
+"""Which nodes an UNCONFIRMED verdict names, and only on evidence about a node.
 
 A first run that a rerun on other nodes did not reproduce was slow for a reason the row does
-not carry, but not every such run was on a slow node: a run in the tail of the row's own noise
-is contradicted just the same, and naming its healthy nodes sends an administrator after
-nothing. So nodes are named only on evidence (README "Confirmation on other nodes"):
+not carry, but a slow launch is not a slow node: on a healthy node a launch is slow now and
+then (a congested fabric, a spike in the row's own heavy-tailed noise), and its nodes look
+exactly as guilty from that one launch. Naming them sends an administrator after nothing, so
+a node is named only on evidence about the node (docs/nightly.md "Confirmation on other nodes"):
 
 - the first run used nodes `perfgate nodes` flags in the history: those nodes;
-- else the first run was slower than the rerun that contradicted it by more than the noise:
+- the first run was slower than the rerun that contradicted it by more than the noise, and its
+  straggler reports single out one rank (the slowest in most of at least MIN_REPORTS reports)
+  that the rerun's reports do not: that rank's node. The launch's own slowness is the
   log(first / rerun) beyond the one-sided t quantile at a hundredth of the row's alpha
-  (NAMING_SHARE), with the standard error of a difference of two launches (2 sigma^2 of the
-  row's run-to-run sigma, plus each run's within-run error; the reference cancels). Then the
-  first run's nodes no rerun ran on, the node of its slowest rank first when the straggler
-  reports name one;
-- else none: the message says that the slowdown did not reproduce and no node explains it.
+  (NAMING_SHARE), with the standard error of a difference of two launches;
+- else none: the message says the slowdown did not reproduce and no node explains it, and, when
+  the first run was beyond the noise, that it was one slow launch.
 """
 
 from __future__ import annotations
@@ -20,20 +21,22 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from perfgate import nodenames
 from perfgate.runs import RunResult
 from perfgate.stats.dist import t_quantile
 from perfgate.verdicts.single import Evaluation
 
-# Naming a node is an accusation: it needs far more evidence than a verdict. A first run that
-# was a REGRESSION without a slow node is already a tail draw of the row's noise (it was picked
-# for being high), so at the verdict's own alpha about a quarter of such runs would still look
-# slower than their rerun, and at a tenth of it one in ten did (scripts/evaluate_detector.py
-# --matrix, cluster model, where first runs are kept off the slow nodes and every UNCONFIRMED
-# follows a healthy first run); at a hundredth, none of those did, while most first runs that
-# were really slow by 3% or more still stand out (docs/statistics.md: which nodes an
-# UNCONFIRMED names).
+# A first run that was a REGRESSION without a slow node is already a tail draw of the row's
+# noise (it was picked for being high), so at the verdict's own alpha about a quarter of such
+# runs would still look slower than their rerun (scripts/evaluate_detector.py --matrix, cluster
+# model). At a hundredth fewer do, but on a heavy-tailed held-out generator healthy first runs
+# still went beyond it (docs/statistics.md: which nodes an UNCONFIRMED names): the bound says
+# the launch was slow, never by itself which node made it so.
 NAMING_SHARE = 0.01
+# A rank slowest in most of this many reports or more singles itself out; one report is noise.
+MIN_REPORTS = 3
 
 
 @dataclass(frozen=True)
@@ -48,20 +51,35 @@ def _nodes(res: RunResult | None) -> list[str]:
     return list(res.nodes) if res is not None else []
 
 
-def slowest_node(ev: Evaluation) -> str | None:
-    """The node of the slowest rank the run's straggler reports name (None: none say)."""
+def _slowest(ev: Evaluation) -> dict[str, Any] | None:
     runs = ev.result.runs if ev.result is not None else ()
     found = runs[-1].slowest if runs else None
-    return found.get("node") if found else None
+    return found if isinstance(found, dict) else None
+
+
+def slowest_node(ev: Evaluation) -> str | None:
+    """The node of the slowest rank the run's straggler reports name (None: none say)."""
+    found = _slowest(ev)
+    node = found.get("node") if found else None
+    return node if nodenames.is_name(node) else None
+
+
+def singled_out(ev: Evaluation) -> dict[str, Any] | None:
+    """The run's straggler report when one rank was the slowest in most of at least
+    MIN_REPORTS reports (None: no report, or the slowest rank changed from report to report)."""
+    found = _slowest(ev)
+    if not found:
+        return None
+    reports, of = found.get("reports"), found.get("of")
+    if not isinstance(reports, int) or not isinstance(of, int) or of < MIN_REPORTS:
+        return None
+    return found if 2 * reports > of else None
 
 
 def only_on_first(first: Evaluation, reruns: Sequence[Evaluation]) -> list[str]:
-    """The first run's nodes that no rerun ran on (all of them when they are disjoint), the
-    node of its slowest rank first when its straggler reports name one."""
+    """The first run's nodes that no rerun ran on (all of them when they are disjoint)."""
     elsewhere = {n for c in reruns for n in _nodes(c.result)}
-    nodes = [n for n in _nodes(first.result) if n not in elsewhere]
-    slow = slowest_node(first)
-    return [slow, *(n for n in nodes if n != slow)] if slow in nodes else nodes
+    return [n for n in _nodes(first.result) if n not in elsewhere]
 
 
 def slower_than(first: Evaluation, rerun: Evaluation) -> tuple[bool, float, float]:
@@ -86,6 +104,16 @@ def slower_than(first: Evaluation, rerun: Evaluation) -> tuple[bool, float, floa
     return d > bound, math.expm1(d), math.expm1(bound)
 
 
+def _straggler(first: Evaluation, contra: Evaluation, candidates: list[str]) -> str | None:
+    """The node the first run's straggler reports single out, when the rerun's do not single
+    out the same rank (a rank slow wherever it runs is its role in the job, not its node)."""
+    found, node = singled_out(first), slowest_node(first)
+    if found is None or node not in candidates:
+        return None
+    again = singled_out(contra)
+    return None if again is not None and again.get("rank") == found.get("rank") else node
+
+
 def suspects(
     first: Evaluation,
     reruns: Sequence[Evaluation],
@@ -101,15 +129,26 @@ def suspects(
     if known:
         return Suspects(known, "flagged by perfgate nodes")
     slower, d, bound = slower_than(first, contra)
-    if slower and candidates:
-        return Suspects(
-            candidates,
-            f"the first run {d:+.1%} vs the rerun, beyond the noise bound {bound:.1%}",
-        )
     if not math.isfinite(d):
         return Suspects([], "no node explains it")
+    vs = f"the first run {d:+.1%} vs the rerun"
+    node = _straggler(first, contra, candidates) if slower else None
+    if node is not None:
+        rep = singled_out(first) or {}
+        return Suspects(
+            [node],
+            f"rank {rep.get('rank')} on {node} was the slowest in {rep.get('reports')} of "
+            f"{rep.get('of')} straggler reports ({rep.get('how')}); {vs}, beyond the noise "
+            f"bound {bound:.1%}",
+        )
+    if slower:
+        return Suspects(
+            [],
+            f"no node explains it ({vs}, beyond the noise bound {bound:.1%}: one slow launch, "
+            "on no node perfgate nodes flags or a straggler report singles out)",
+        )
     return Suspects(
         [],
-        f"no node explains it (the first run {d:+.1%} vs the rerun, within the noise bound "
-        f"{bound:.1%}, on no node perfgate nodes flags)",
+        f"no node explains it ({vs}, within the noise bound {bound:.1%}, on no node perfgate "
+        "nodes flags)",
     )
