@@ -104,14 +104,22 @@ def slower_than(first: Evaluation, rerun: Evaluation) -> tuple[bool, float, floa
     return d > bound, math.expm1(d), math.expm1(bound)
 
 
-def _straggler(first: Evaluation, contra: Evaluation, candidates: list[str]) -> str | None:
-    """The node the first run's straggler reports single out, when the rerun's do not single
-    out the same rank (a rank slow wherever it runs is its role in the job, not its node)."""
+def _straggler(
+    first: Evaluation, contra: Evaluation, candidates: list[str]
+) -> tuple[str, str] | None:
+    """(the node the first run's straggler reports single out, why), when the rerun's do not
+    single out the same rank (a rank slow wherever it runs is its role in the job, not its
+    node); None when they do not point at one of the candidates."""
     found, node = singled_out(first), slowest_node(first)
     if found is None or node not in candidates:
         return None
     again = singled_out(contra)
-    return None if again is not None and again.get("rank") == found.get("rank") else node
+    if again is not None and again.get("rank") == found.get("rank"):
+        return None
+    return node, (
+        f"rank {found.get('rank')} on {node} was the slowest in {found.get('reports')} of "
+        f"{found.get('of')} straggler reports ({found.get('how')})"
+    )
 
 
 def suspects(
@@ -132,15 +140,9 @@ def suspects(
     if not math.isfinite(d):
         return Suspects([], "no node explains it")
     vs = f"the first run {d:+.1%} vs the rerun"
-    node = _straggler(first, contra, candidates) if slower else None
-    if node is not None:
-        rep = singled_out(first) or {}
-        return Suspects(
-            [node],
-            f"rank {rep.get('rank')} on {node} was the slowest in {rep.get('reports')} of "
-            f"{rep.get('of')} straggler reports ({rep.get('how')}); {vs}, beyond the noise "
-            f"bound {bound:.1%}",
-        )
+    named = _straggler(first, contra, candidates) if slower else None
+    if named is not None:
+        return Suspects([named[0]], f"{named[1]}; {vs}, beyond the noise bound {bound:.1%}")
     if slower:
         return Suspects(
             [],
