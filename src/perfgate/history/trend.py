@@ -41,6 +41,10 @@ SHIFT = "SHIFT"
 # confirming session; at 20% 0.05-0.07 a night, with a 3% step still flagged within 5 nights
 # on 91-94% of rows (at 30%: none, but 85-89%).
 SHIFT_SHARE = 0.2
+# Nights (sessions) a step needs since its change, as the search needs MIN_SIZE points: a night
+# whose REGRESSION was reproduced keeps its first run and its reruns, and two or three slow
+# launches of one night must not read as a persistent step on the next (docs/statistics.md).
+MIN_NIGHTS = 3
 
 
 @dataclass(frozen=True)
@@ -153,9 +157,14 @@ def last_step(
     tolerance: float,
     alpha: float = ALPHA,
     robust: bool = False,
+    sessions: Sequence[object] | None = None,
 ) -> Step | None:
     """The last change point, judged against the baseline, when it is an upward step that
     started at or after index `after` (the first point after the baseline was stored).
+
+    sessions: the session of each point, when known: a step needs MIN_NIGHTS sessions since
+    the change, as the search needs MIN_SIZE points (a night's first run and its reruns are
+    one night, however many points it left).
 
     robust: each segment's level is its median (its variance pi/2 times the mean's), for
     sessions that confirm one-launch REGRESSIONs: a slow launch or two among a few nights is
@@ -168,6 +177,8 @@ def last_step(
     level = statistics.median if robust else _mean
     step = level(seg) - level(prev)
     if cp.index < after or step <= 0:
+        return None
+    if sessions is not None and len(set(sessions[cp.index :])) < MIN_NIGHTS:
         return None
     d = level(seg) - baseline_log
     spread = math.pi / 2 if robust else 1.0

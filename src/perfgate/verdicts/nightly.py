@@ -162,6 +162,7 @@ def judge(
         tolerance=tolerance,
         alpha=noise.alpha,
         robust=noise.confirming,
+        sessions=[p.session_id for p in points] + [object()] * len(tonight),
     )
     if step is None:
         return Judged(comp.verdict, "stored", comp, info, trend=searched)
