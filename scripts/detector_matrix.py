@@ -140,7 +140,8 @@ POLICIES: dict[str, tuple[str, Policy]] = {
     "auto": (
         "--confirm auto: a rerun shown within tolerance at alpha/10 vetoes; a reproduced "
         "REGRESSION gets a second that may veto; any other rerun a second, both judged "
-        "together; an INCONCLUSIVE first run with p(slower) <= 2% is rerun too",
+        "together (INCONCLUSIVE when they disagree); an INCONCLUSIVE first run with "
+        "p(slower) <= 2% is rerun too",
         _suite(AUTO),
     ),
     "auto with PASS vetoes": (

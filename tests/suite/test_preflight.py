@@ -55,8 +55,9 @@ def test_bare_live_session_on_the_catalog_submits_nothing(suite, monkeypatch):
     assert (
         "perfgate: plan: 147 row(s), 3913 node allocation(s), 13,498.0 GPU-hours at most "
         "(time-limit bound) + up to 13,498.0 for confirmation reruns (--confirm auto: a "
-        "REGRESSION rerun on other nodes, a second rerun only when the first reproduced it, all "
-        "reruns within one per row)"
+        "REGRESSION rerun on other nodes, a second rerun only when the first reproduced it (a "
+        "third when the second neither reproduced nor contradicted it), all reruns within one "
+        "per row)"
     ) in "\n".join(result.outlines)
     assert _no_jobs(suite)
     # --all-rows is consent to the catalog, not to its GPU-hours.

@@ -272,6 +272,7 @@ def night_text(records: Sequence[Record], session: dict[str, Any]) -> str | None
         after, clean = expected_false_alarms(m, alpha**2)
         how = (
             "a second rerun when the first reproduced it, which may veto it"
+            + (" (a third when the second could not tell)" if confirm == "auto" else "")
             if confirm != "1"
             else "one rerun"
         )

@@ -9,7 +9,8 @@ perfgate.verdicts.confirm.confirm, the loop a replay and the evaluator use too: 
 rerun is queued only when the earlier ones left the verdict open, kept off every node the
 row ran on tonight.
 
-The default policy (--confirm auto) allows a second rerun, and the session's reruns stay
+The default policy (--confirm auto) allows a second rerun (and a third after a reproduced
+REGRESSION whose second rerun neither reproduced nor contradicted it), and the session's reruns stay
 within the plan's "up to": one rerun's GPU-hours for each one-run row (RerunBudget). A first
 rerun always fits (it is its row's own share); a second is queued only when what is left
 still covers a first rerun of every row not judged yet. On a night where many rows

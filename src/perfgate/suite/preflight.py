@@ -178,7 +178,8 @@ def rerun_words(confirm: RerunPolicy) -> str:
     if confirm.budget:
         return (
             "--confirm auto: a REGRESSION rerun on other nodes, a second rerun only when the "
-            "first reproduced it, all reruns within one per row"
+            "first reproduced it (a third when the second neither reproduced nor contradicted "
+            "it), all reruns within one per row"
         )
     return f"--confirm {confirm.most}: a REGRESSION rerun on other nodes"
 

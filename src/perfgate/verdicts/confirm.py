@@ -14,6 +14,10 @@ slower container. The rule (docs/nightly.md):
     first run REGRESSION, confirmation INFRA           -> REGRESSION stands, with the cause
     first run INCONCLUSIVE leaning slow (an option)    -> both runs judged together
 
+With --confirm auto, a first rerun that neither reproduces nor contradicts is followed by a
+second and the two are judged together; two reruns that disagree beyond their noise leave
+the row INCONCLUSIVE (one was a slow launch: their mean is no measurement of the row).
+
 The confirmation is judged exactly as the first run is (same baseline, same history, the
 same rule), with its run in place of the first: a row that is really slower stays slower.
 
@@ -44,7 +48,7 @@ from perfgate.verdicts.single import (
     UNCONFIRMED,
     Evaluation,
 )
-from perfgate.verdicts.suspects import suspects
+from perfgate.verdicts.suspects import gap, suspects
 
 SUSPECTS_SHOWN = 8  # nodes named in a message (all of them are in results.json)
 
@@ -64,6 +68,10 @@ class RerunPolicy:
     # An INCONCLUSIVE first run whose one-sided p of "slower" is at most this is rerun too,
     # and becomes a REGRESSION only when its reruns reproduce one (None: never).
     lean_p: float | None = None
+    # After a reproduced REGRESSION, a second reproduction settles it, and a third rerun runs
+    # only when the second neither reproduced nor contradicted it (else, with most >= 3, each
+    # later rerun may veto until most).
+    third_if_open: bool = False
 
     @property
     def name(self) -> str:
@@ -73,7 +81,7 @@ class RerunPolicy:
 
 # The default where a row's verdict rests on one run (docs/nightly.md, "Confirmation on
 # other nodes").
-AUTO = RerunPolicy(2, budget=True, veto_share=0.1, pool_open=True, lean_p=0.02)
+AUTO = RerunPolicy(3, budget=True, veto_share=0.1, pool_open=True, lean_p=0.02, third_if_open=True)
 OFF = RerunPolicy(0)  # --confirm 0, and sessions whose verdicts rest on several runs
 MAX_RERUNS = 3  # --confirm N at most
 
@@ -176,7 +184,8 @@ def settled(
     A failed rerun (INFRA) settles nothing. The first judged rerun settles the row when it
     contradicts the REGRESSION, and when it is open (neither reproduces nor contradicts)
     unless the policy pools (then the next judged rerun settles it: the two are judged
-    together). After a reproduced REGRESSION, the first later rerun that contradicts it does.
+    together). After a reproduced REGRESSION, the first later rerun that contradicts it does,
+    and (with the policy's third_if_open) one that reproduces it again.
     """
     policy = policy or RerunPolicy(MAX_RERUNS)
     share = policy.veto_share
@@ -187,7 +196,10 @@ def settled(
         if policy.pool_open and _open(judged[0], first, share):
             return len(judged) >= 2
         return True
-    return any(contradicts(c, first, share) for c in judged[1:])
+    later = judged[1:]
+    if any(contradicts(c, first, share) for c in later):
+        return True
+    return policy.third_if_open and bool(later) and later[0].verdict == REGRESSION
 
 
 def _open(rerun: Evaluation, first: Evaluation, share: float) -> bool:
@@ -196,6 +208,16 @@ def _open(rerun: Evaluation, first: Evaluation, share: float) -> bool:
 
 
 Pool = Callable[[Sequence[Evaluation]], Evaluation]  # launches of the row judged together
+
+
+def disagree(a: Evaluation, b: Evaluation) -> bool:
+    """Two launches of the row measured different step times beyond their noise (two-sided, at
+    the row's alpha): where one was slow, judging them together would only halve its slowness."""
+    found = gap(a, b)
+    if found is None or a.comparison is None:
+        return False
+    d, se, df = found
+    return abs(d) > t_quantile(1 - a.comparison.alpha / 2, df) * se
 
 
 def confirm(
@@ -387,6 +409,14 @@ def _together(
     INCONCLUSIVE leaves it at that."""
     jobs = " and ".join(_job(c) for c in pair)
     what = f"two reruns {where} together ({jobs}) measured {_delta(both)} ({both.verdict})"
+    if both.verdict == REGRESSION and disagree(*pair):
+        message = (
+            f"{first.row.id}: INCONCLUSIVE: the first run was {_delta(first)} slower than the "
+            f"baseline ({first.verdict}, {_job(first)}); two reruns {where} disagree beyond "
+            f"their noise ({_delta(pair[0])}, {_job(pair[0])}; {_delta(pair[1])}, "
+            f"{_job(pair[1])}): one of them was a slow launch, so their mean tells nothing"
+        )
+        return replace(first, verdict=INCONCLUSIVE, message=message, **keep)
     if both.verdict == REGRESSION:
         return replace(first, message=f"{first.message}; reproduced by {what}", **keep)
     verdict = INCONCLUSIVE if both.verdict == INCONCLUSIVE else UNCONFIRMED

@@ -82,25 +82,33 @@ def only_on_first(first: Evaluation, reruns: Sequence[Evaluation]) -> list[str]:
     return [n for n in _nodes(first.result) if n not in elsewhere]
 
 
-def slower_than(first: Evaluation, rerun: Evaluation) -> tuple[bool, float, float]:
-    """(first slower than rerun by more than the noise, the difference, its bound at alpha).
+def gap(first: Evaluation, rerun: Evaluation) -> tuple[float, float, float] | None:
+    """(log(first / rerun), its SE, its df) of two launches judged against one reference;
+    None when either has no steady step time or no noise estimate.
 
-    The difference is log(first / rerun) of their steady step times (a rerun judged on k
-    launches together: their geometric mean); both were judged against the same reference,
-    so only the launches' own noise is in it: sigma^2 (1 + 1/k) plus the within-run errors.
-    """
+    Both were judged against the same reference, so only the launches' own noise is in it:
+    sigma^2 (1 + 1/k) plus the within-run errors (a rerun judged on k launches together: their
+    geometric mean)."""
     a, b = first.comparison, rerun.comparison
     if a is None or b is None or not a.candidate or not b.candidate:
-        return False, math.nan, math.nan
+        return None
     t1, t2 = a.candidate_step_time_s, b.candidate_step_time_s
     if not (math.isfinite(a.sigma) and math.isfinite(a.df) and t1 > 0 and t2 > 0):
-        return False, math.nan, math.nan
+        return None
     k = len(b.candidate)
     within = (a.candidate[0].rel_se or 0.0) ** 2
     within += sum((r.rel_se or 0.0) ** 2 for r in b.candidate) / k**2
-    se = math.sqrt(a.sigma**2 * (1 + 1 / k) + within)
-    d = math.log(t1 / t2)
-    bound = t_quantile(1 - NAMING_SHARE * a.alpha, a.df) * se
+    return math.log(t1 / t2), math.sqrt(a.sigma**2 * (1 + 1 / k) + within), a.df
+
+
+def slower_than(first: Evaluation, rerun: Evaluation) -> tuple[bool, float, float]:
+    """(first slower than rerun by more than the noise, the difference, its bound at
+    NAMING_SHARE x alpha): gap() against its one-sided t quantile."""
+    found = gap(first, rerun)
+    if found is None or first.comparison is None:
+        return False, math.nan, math.nan
+    d, se, df = found
+    bound = t_quantile(1 - NAMING_SHARE * first.comparison.alpha, df) * se
     return d > bound, math.expm1(d), math.expm1(bound)
 
 
