@@ -14,6 +14,13 @@ Two noise shapes (--shape), so the rule tuned on one is measured on the other:
            1.5..8% (log-uniform); the cluster model has 10 slow nodes among 200 (the issue's
            cluster); the same random walk plus a night effect shared by every row of the night
            (SD 0.2%: a cluster-wide slow night makes rows slow together).
+  flaky    (held out from the version that counts a step in nights and leaves disagreeing
+           reruns INCONCLUSIVE: never run before those rules were fixed) the same AR(1) noise
+           and bursts; launch noise a contaminated normal at the row's SD (one launch in 10
+           at three times the SD of the others); a slow launch costs 2..10% (log-uniform);
+           the cluster model has 16 flaky nodes among 400, each slow in half the launches it
+           takes part in (throttling that comes and goes), and one launch in 10 holds one, so
+           one in 20 is slow; a random walk of 0.1% a night and a night effect of SD 0.3%.
 
 Slow nodes (--slow-nodes): one launch in 20 lands on a slow node. "memoryless": any launch,
 reruns included, is slow with probability 1/20 (slowness not tied to nodes: the worst case
@@ -52,11 +59,14 @@ class Shape:
     slow_nodes: int
     night_drift: float  # per-row random walk, per night
     night_common: float  # one effect per night shared by every row
+    launch_mix: float = 0.0  # share of launches whose noise has three times the others' SD
+    slow_hit: float = 1.0  # chance that a launch holding a slow node is slow (flaky nodes)
 
 
 SHAPES = {
     "default": Shape("default", None, False, (0.02, 0.06), False, 512, 6, 0.0005, 0.0),
     "heavy": Shape("heavy", 3.0, True, (0.015, 0.08), True, 200, 10, 0.0005, 0.002),
+    "flaky": Shape("flaky", None, True, (0.02, 0.10), True, 400, 16, 0.001, 0.003, 0.1, 0.5),
 }
 
 
@@ -119,7 +129,11 @@ def draw_row(index: int, rng: np.random.Generator, shape: str = "default") -> Ro
 
 def launch_effect(m: RowModel, rng: np.random.Generator) -> float:
     """One launch's multiplicative launch-to-launch effect (SD launch_cv in log)."""
-    tails = SHAPES[m.shape].launch_tails
+    sh = SHAPES[m.shape]
+    tails = sh.launch_tails
+    if sh.launch_mix > 0:  # 1 - mix at s, mix at 3 s: the mixture's SD is launch_cv
+        s = m.launch_cv / math.sqrt(1 - sh.launch_mix + 9 * sh.launch_mix)
+        return math.exp(rng.normal(0.0, 3 * s if rng.random() < sh.launch_mix else s))
     if tails is None:
         return math.exp(rng.normal(0.0, m.launch_cv))
     scale = m.launch_cv * math.sqrt((tails - 2) / tails)  # the t's SD is the row's launch_cv
@@ -199,9 +213,12 @@ class Cluster:
             nodes = list(dict.fromkeys(nodes))
         nodes = nodes[: m.nodes]
         factor = 1.0
-        # One launch in 20 holds a slow node; a kept-off slow node cannot be drawn.
-        if good and rng.random() < SLOW_P * len(good) / len(self.slow):
+        # One launch in 20 is slow; a kept-off slow node cannot be drawn. Flaky nodes
+        # (slow_hit < 1) are held by one launch in 20 / slow_hit, slow in slow_hit of them.
+        hit = self.shape.slow_hit
+        if good and rng.random() < SLOW_P / hit * len(good) / len(self.slow):
             bad = good[int(rng.integers(len(good)))]
             nodes[0] = bad
-            factor = 1 + self.slow[bad]
+            if hit >= 1 or rng.random() < hit:
+                factor = 1 + self.slow[bad]
         return factor, tuple(nodes)

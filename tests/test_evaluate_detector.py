@@ -265,3 +265,22 @@ def test_a_one_run_baselines_within_run_error_widens_the_comparison(ed: ModuleTy
         se[name] = verdicts.evaluate(row, result, source="live", noise=stats.Noise()).comparison.se
     assert s.rel_se > 0.003
     assert se["with"] ** 2 == pytest.approx(se["without"] ** 2 + s.rel_se**2, rel=0.05)
+
+
+def test_the_flaky_shape_has_contaminated_launches_and_nodes_slow_half_the_time(
+    gen: ModuleType,
+) -> None:
+    rng = np.random.default_rng(9)
+    flaky = gen.RowModel(0, 2.0, 50, 4, 0.01, 0.0, 0.0, 3, 0.01, shape="flaky")
+    a = np.log([gen.launch_effect(flaky, rng) for _ in range(40000)])
+    assert float(np.std(a)) == pytest.approx(0.01, rel=0.05)  # the row's SD ...
+    # ... with a tenth of launches at 3x the others' SD: 1.8% beyond 3 SD (a normal: 0.27%)
+    assert float(np.mean(np.abs(a) > 0.03)) == pytest.approx(0.018, abs=0.003)
+    cluster = gen.Cluster("cluster", rng, gen.SHAPES["flaky"])
+    assert len(cluster.slow) == 16 and len(cluster.nodes) == 400
+    launches = [cluster.launch(flaky) for _ in range(20000)]
+    held = [f for f, nodes in launches if set(nodes) & set(cluster.slow)]
+    slow = [f for f, _ in launches if f > 1]
+    assert len(held) / len(launches) == pytest.approx(0.10, abs=0.01)
+    assert len(slow) / len(launches) == pytest.approx(0.05, abs=0.006)
+    assert all(1.02 <= f <= 1.10 for f in slow)
