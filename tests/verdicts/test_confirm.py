@@ -462,3 +462,23 @@ def test_the_message_counts_the_runs_a_verdict_was_judged_on(row, steps) -> None
     )  # --repeat 3: three launches in one job
     ev = verdicts.evaluate(row, three, source="live")
     assert ev.comparison.n_candidate == 3 and "(3 runs vs stored baseline)" in ev.message
+
+
+@pytest.mark.parametrize(
+    ("ci", "verdict"),
+    [((0.01, 0.09), "REGRESSION"), ((-0.01, 0.03), "UNCONFIRMED")],
+    ids=["below-the-first-only", "below-both"],
+)
+def test_after_a_reproduction_a_veto_by_interval_must_lie_below_both_launches(
+    row, steps, launches, ci, verdict
+) -> None:
+    from perfgate.verdicts.confirm import AUTO
+
+    # a slow launch on top of a real slowdown: +12%, then a rerun reproduces it at +5.8%
+    first = judge(row, steps, 1.12, "0", ("n1",))
+    assert first.comparison.ci_low > 0.09 and launches["REGRESSION"].comparison.ci_low < 0.09
+    noisy = launches["INCONCLUSIVE"]
+    later = replace(noisy, comparison=replace(noisy.comparison, ci_low=ci[0], ci_high=ci[1]))
+    offered = [launches["REGRESSION"], later]
+    ev = confirm(first, lambda n: offered[n - 1] if n <= 2 else "no more", AUTO)
+    assert ev.verdict == verdict

@@ -163,13 +163,20 @@ def within_at(ev: Evaluation, share: float) -> bool:
     return high <= c.tolerance
 
 
-def contradicts(confirmation: Evaluation, first: Evaluation, share: float = 1.0) -> bool:
+def contradicts(
+    confirmation: Evaluation,
+    first: Evaluation,
+    share: float = 1.0,
+    reproduced: Evaluation | None = None,
+) -> bool:
     """The confirmation measured no slowdown where the first run did: shown within the
     tolerance (a verdict other than REGRESSION, INCONCLUSIVE or INFRA; with share < 1, at
-    share x alpha), or an interval wholly below the first run's."""
+    share x alpha), or an interval wholly below the first run's (and, after a rerun that
+    reproduced the REGRESSION, below that rerun's too: a first run that was a slow launch on
+    top of a real slowdown is not what a later rerun should be measured against)."""
     if confirmation.verdict in (REGRESSION, INFRA):
         return False
-    if _below(confirmation, first):
+    if _below(confirmation, first) and (reproduced is None or _below(confirmation, reproduced)):
         return True
     if share >= 1:
         return confirmation.verdict != INCONCLUSIVE
@@ -197,7 +204,7 @@ def settled(
             return len(judged) >= 2
         return True
     later = judged[1:]
-    if any(contradicts(c, first, share) for c in later):
+    if any(contradicts(c, first, share, judged[0]) for c in later):
         return True
     return policy.third_if_open and bool(later) and later[0].verdict == REGRESSION
 
@@ -360,7 +367,7 @@ def combine(
         return replace(pooled, message=message, result=first.result, **keep)
     if together is not None:
         return _together(first, judged[:2], together, where, flagged, info, keep, same_nodes_note)
-    vetoes = [c for c in judged[1:] if contradicts(c, first, share)]
+    vetoes = [c for c in judged[1:] if contradicts(c, first, share, judged[0])]
     if judged[0].verdict == REGRESSION and not vetoes:
         shown = ", ".join(f"{_delta(c)} ({_job(c)})" for c in judged if c.verdict == REGRESSION)
         more = [c for c in judged[1:] if c.verdict != REGRESSION]
@@ -369,7 +376,7 @@ def combine(
         ) if more else ""  # fmt: skip
         return replace(first, message=f"{first.message}; reproduced {where}: {shown}{tail}", **keep)
     contra = judged[0] if judged[0].verdict != REGRESSION else vetoes[0]
-    if not contradicts(contra, first, share):
+    if contra is judged[0] and not contradicts(contra, first, share):
         verdict, what = INCONCLUSIVE, "neither reproduced nor contradicted it"
         blame = ""
     else:
