@@ -10,13 +10,13 @@ rerun is queued only when the earlier ones left the verdict open, kept off every
 row ran on tonight.
 
 The default policy (--confirm auto) allows a second rerun (and a third after a reproduced
-REGRESSION whose second rerun neither reproduced nor contradicted it), and the session's reruns stay
-within the plan's "up to": one rerun's GPU-hours for each one-run row (RerunBudget). A first
-rerun always fits (it is its row's own share); a second is queued only when what is left
-still covers a first rerun of every row not judged yet. On a night where many rows
-reproduce (a slower container), the budget runs out and those rows keep their one rerun's
-verdict, saying so. The local executor has no other nodes: its reruns run on the same host,
-and the verdict says so.
+REGRESSION whose second rerun neither reproduced nor contradicted it), and the session's
+reruns stay within the plan's "up to": one rerun's GPU-hours for each one-run row
+(RerunBudget). A first rerun always fits (it is its row's own share); a second or third is
+queued only when what is left still covers a first rerun of every row not judged yet. On a
+night where many rows reproduce (a slower container), the budget runs out and those rows
+keep their one rerun's verdict, saying so. The local executor has no other nodes: its reruns
+run on the same host, and the verdict says so.
 """
 
 from __future__ import annotations
